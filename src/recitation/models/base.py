@@ -1,0 +1,208 @@
+"""The one backend contract every model speaks.
+
+A backend implements two async batch methods:
+
+* ``generate(requests) -> list[Generation]`` — chat or plain completion, greedy
+  (``temperature == 0``) or sampled with a seed, ``max_tokens`` and stop sequences.
+* ``score(texts) -> list[TokenScores]`` — per-token log-probabilities of each text
+  (only where ``capabilities.logprobs`` is true).
+
+Everything around a backend (response cache, run store, rate limits, retries, budgets,
+cost) lives in :mod:`recitation.models.managed` and talks to backends only through this
+contract, so any backend — or the scripted one used in unit tests — gets all of it.
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One generation call.
+
+    Exactly one of ``messages`` (chat) or ``prompt`` (plain completion) is set.
+    ``temperature == 0`` means greedy decoding; sampled calls should carry a ``seed``
+    (they are cached and resumed only when they do).
+    """
+
+    messages: tuple[Message, ...] | None = None
+    prompt: str | None = None
+    max_tokens: int = 128
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    logprobs: bool = False
+
+    def __post_init__(self) -> None:
+        if (self.messages is None) == (self.prompt is None):
+            raise ValueError("GenerationRequest needs exactly one of 'messages' or 'prompt'")
+        if self.max_tokens < 0:
+            raise ValueError(f"max_tokens must be >= 0, got {self.max_tokens}")
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+
+    @staticmethod
+    def chat(text: str, *, system: str | None = None, **kw: Any) -> GenerationRequest:
+        msgs = ([Message("system", system)] if system else []) + [Message("user", text)]
+        return GenerationRequest(messages=tuple(msgs), **kw)
+
+    @property
+    def is_chat(self) -> bool:
+        return self.messages is not None
+
+    @property
+    def deterministic(self) -> bool:
+        """Greedy calls, and sampled calls with a seed, give the same answer again."""
+        return self.temperature == 0 or self.seed is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["messages"] = [asdict(m) for m in self.messages] if self.messages is not None else None
+        d["stop"] = list(self.stop)
+        return d
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> GenerationRequest:
+        d = dict(d)
+        if d.get("messages") is not None:
+            d["messages"] = tuple(Message(m["role"], m["content"]) for m in d["messages"])
+        d["stop"] = tuple(d.get("stop") or ())
+        return GenerationRequest(**d)
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+        )
+
+    @property
+    def total(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(frozen=True)
+class Generation:
+    text: str
+    finish_reason: str = "stop"  # "stop" | "length" | "error"
+    usage: Usage = field(default_factory=Usage)
+    token_logprobs: tuple[float, ...] | None = None
+    cached: bool = False  # served from a cache or the run store, not the backend
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "finish_reason": self.finish_reason,
+            "usage": asdict(self.usage),
+            "token_logprobs": list(self.token_logprobs) if self.token_logprobs else None,
+        }
+
+    @staticmethod
+    def from_dict(d: dict[str, Any], *, cached: bool = False) -> Generation:
+        lp = d.get("token_logprobs")
+        return Generation(
+            text=d["text"],
+            finish_reason=d.get("finish_reason", "stop"),
+            usage=Usage(**d.get("usage", {})),
+            token_logprobs=tuple(lp) if lp else None,
+            cached=cached,
+        )
+
+
+@dataclass(frozen=True)
+class TokenScores:
+    """Per-token log-probabilities of a text under a model.
+
+    ``logprobs[i]`` is log p(tokens[i] | tokens[:i]); the first token has no context and
+    is not scored, so ``len(logprobs) == len(tokens) - 1`` aligned with ``tokens[1:]``.
+    ``mean_logprob[i]`` / ``std_logprob[i]`` (when the backend can) are the mean and standard
+    deviation of log p over the vocabulary under the model's own next-token distribution at
+    that position — what Min-K%++ normalises by.
+    """
+
+    tokens: tuple[str, ...]
+    logprobs: tuple[float, ...]
+    mean_logprob: tuple[float, ...] | None = None
+    std_logprob: tuple[float, ...] | None = None
+    usage: Usage = field(default_factory=Usage)
+    cached: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tokens": list(self.tokens),
+            "logprobs": list(self.logprobs),
+            "mean_logprob": list(self.mean_logprob) if self.mean_logprob else None,
+            "std_logprob": list(self.std_logprob) if self.std_logprob else None,
+            "usage": asdict(self.usage),
+        }
+
+    @staticmethod
+    def from_dict(d: dict[str, Any], *, cached: bool = False) -> TokenScores:
+        def tup(x: Any) -> tuple[float, ...] | None:
+            return tuple(x) if x else None
+
+        return TokenScores(
+            tokens=tuple(d["tokens"]),
+            logprobs=tuple(d["logprobs"]),
+            mean_logprob=tup(d.get("mean_logprob")),
+            std_logprob=tup(d.get("std_logprob")),
+            usage=Usage(**d.get("usage", {})),
+            cached=cached,
+        )
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    chat: bool = True
+    completion: bool = True
+    logprobs: bool = False  # score() works
+    full_distribution: bool = False  # score() fills mean_logprob / std_logprob
+    seeded_sampling: bool = True
+
+
+class Model(abc.ABC):
+    """A model backend. Subclasses set ``backend`` and ``name`` and implement the two calls."""
+
+    backend: str = "abstract"
+    name: str = "unnamed"
+    capabilities: Capabilities = Capabilities()
+
+    @abc.abstractmethod
+    async def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        """Answer each request; the result list is aligned with ``requests``."""
+
+    async def score(self, texts: list[str]) -> list[TokenScores]:
+        from recitation.errors import UnsupportedRequest
+
+        raise UnsupportedRequest(f"backend '{self.backend}' cannot return log-probabilities")
+
+    def identity(self) -> dict[str, Any]:
+        """What distinguishes this model's outputs (goes into every cache key)."""
+        return {"backend": self.backend, "model": self.name}
+
+    async def aclose(self) -> None:
+        """Release resources (HTTP clients, ...)."""
+
+
+def request_key(identity: dict[str, Any], kind: str, payload: dict[str, Any]) -> str:
+    """A stable hash over backend identity, call kind and every parameter of the call."""
+    blob = json.dumps({"id": identity, "kind": kind, "p": payload}, sort_keys=True)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
