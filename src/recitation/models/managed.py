@@ -1,0 +1,300 @@
+"""Everything that wraps a backend: cache, run store, limits, retries, budget, cost.
+
+:class:`ManagedModel` is itself a :class:`~recitation.models.base.Model`, so methods never
+know whether they talk to a bare backend or a managed one. For each call it
+
+1. hashes the call (backend identity + every generation parameter + the prompt);
+2. answers from the run store (a resumed run never repeats a completed call), then from the
+   cross-run response cache — only for deterministic calls (greedy, or sampled with a seed);
+3. otherwise checks the budget, waits for the rate limiter (requests and tokens per minute),
+   sends the call under the concurrency limit, retrying 429 / 5xx / timeouts / connection
+   errors / malformed replies with exponential backoff and full jitter (``Retry-After`` is
+   honoured);
+4. records the call (tokens, latency, cost, error) in the run store and the cache.
+
+Sampled calls without a seed are recorded but never reused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from recitation.errors import BackendError, BudgetExceeded
+from recitation.models.base import (
+    Generation,
+    GenerationRequest,
+    Model,
+    TokenScores,
+    Usage,
+    request_key,
+)
+from recitation.models.pricing import PriceTable
+from recitation.runs.store import CallRecord, ResponseCache, RunStore
+
+log = logging.getLogger(__name__)
+T = TypeVar("T", Generation, TokenScores)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 4
+    base_delay: float = 0.5
+    max_delay: float = 30.0
+
+    def delay(self, attempt: int, error: BackendError) -> float:
+        """Full-jitter exponential backoff; at least ``Retry-After`` when the server sent it."""
+        backoff = random.uniform(0, min(self.max_delay, self.base_delay * 2 ** (attempt - 1)))
+        retry_after = getattr(error, "retry_after", None)
+        if retry_after is not None:
+            return min(max(float(retry_after), backoff), self.max_delay)
+        return backoff
+
+
+@dataclass(frozen=True)
+class Limits:
+    concurrency: int = 4
+    batch_size: int = 8  # requests per backend call for backends that batch (local)
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+
+
+@dataclass
+class Budget:
+    """Stops a run cleanly once ``max_tokens`` or ``max_dollars`` is spent."""
+
+    max_tokens: int | None = None
+    max_dollars: float | None = None
+    tokens: int = 0
+    dollars: float = 0.0
+
+    def check(self) -> None:
+        if self.max_tokens is not None and self.tokens >= self.max_tokens:
+            raise BudgetExceeded(
+                f"token budget reached: {self.tokens} of {self.max_tokens} tokens spent"
+            )
+        if self.max_dollars is not None and self.dollars >= self.max_dollars:
+            raise BudgetExceeded(
+                f"dollar budget reached: ${self.dollars:.4f} of ${self.max_dollars:.4f} spent"
+            )
+
+    def add(self, usage: Usage, cost: float) -> None:
+        self.tokens += usage.total
+        self.dollars += cost
+
+
+class RateLimiter:
+    """Token buckets for requests and tokens per minute (asyncio)."""
+
+    def __init__(self, rpm: float | None, tpm: float | None) -> None:
+        self._buckets = [(rpm, "req"), (tpm, "tok")]
+        now = time.monotonic()
+        self._level = {"req": rpm or 0.0, "tok": tpm or 0.0}
+        self._stamp = {"req": now, "tok": now}
+        self._lock = asyncio.Lock()
+
+    async def acquire(self, requests: int, tokens: int) -> None:
+        async with self._lock:
+            for cap, name in self._buckets:
+                if cap:
+                    await self._take(name, cap, min(float(requests if name == "req" else tokens), cap))
+
+    async def _take(self, name: str, cap: float, amount: float) -> None:
+        while True:
+            now = time.monotonic()
+            rate = cap / 60.0
+            self._level[name] = min(cap, self._level[name] + (now - self._stamp[name]) * rate)
+            self._stamp[name] = now
+            if self._level[name] >= amount:
+                self._level[name] -= amount
+                return
+            await asyncio.sleep((amount - self._level[name]) / rate)
+
+
+@dataclass
+class CallStats:
+    backend_calls: int = 0
+    served_from_store: int = 0
+    served_from_cache: int = 0
+    failures: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    backend_seconds: float = 0.0
+
+
+class ManagedModel(Model):
+    def __init__(
+        self,
+        inner: Model,
+        *,
+        store: RunStore | None = None,
+        cache: ResponseCache | None = None,
+        retry: RetryPolicy | None = None,
+        limits: Limits | None = None,
+        budget: Budget | None = None,
+        prices: PriceTable | None = None,
+    ) -> None:
+        self.inner = inner
+        self.backend = inner.backend
+        self.name = inner.name
+        self.capabilities = inner.capabilities
+        self.store = store
+        self.cache = cache
+        self.retry = retry or RetryPolicy()
+        self.limits = limits or Limits()
+        self.budget = budget or Budget()
+        self.prices = prices or PriceTable()
+        self.stats = CallStats()
+        self._sem = asyncio.Semaphore(self.limits.concurrency)
+        self._rate = RateLimiter(self.limits.requests_per_minute, self.limits.tokens_per_minute)
+
+    def identity(self) -> dict[str, Any]:
+        return self.inner.identity()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        payloads = [r.to_dict() for r in requests]
+        return await self._managed(
+            "generate", payloads, [r.deterministic for r in requests],
+            lambda idx: self.inner.generate([requests[i] for i in idx]),
+            Generation.from_dict,
+            [max(1, len(r.prompt or "".join(m.content for m in r.messages or ())) // 4)
+             + r.max_tokens for r in requests],
+        )
+
+    async def score(self, texts: list[str]) -> list[TokenScores]:
+        return await self._managed(
+            "score", [{"text": t} for t in texts], [True] * len(texts),
+            lambda idx: self.inner.score([texts[i] for i in idx]),
+            TokenScores.from_dict,
+            [max(1, len(t) // 4) for t in texts],
+        )
+
+    async def _managed(
+        self,
+        kind: str,
+        payloads: list[dict[str, Any]],
+        deterministic: list[bool],
+        call: Callable[[list[int]], Awaitable[Sequence[T]]],
+        parse: Callable[..., T],
+        token_estimates: list[int],
+    ) -> list[T]:
+        ident = self.inner.identity()
+        keys = [request_key(ident, kind, p) for p in payloads]
+        out: list[T | None] = [None] * len(payloads)
+        misses: list[int] = []
+        for i, key in enumerate(keys):
+            hit = self._lookup(kind, key, payloads[i]) if deterministic[i] else None
+            if hit is not None:
+                out[i] = parse(hit, cached=True)
+            else:
+                misses.append(i)
+        size = max(1, self.limits.batch_size if getattr(self.inner, "batches", False) else 1)
+        chunks = [misses[j : j + size] for j in range(0, len(misses), size)]
+
+        async def run_chunk(idx: list[int]) -> None:
+            results = await self._send(kind, idx, keys, payloads, call,
+                                       sum(token_estimates[i] for i in idx))
+            for i, res in zip(idx, results, strict=True):
+                out[i] = res
+                if deterministic[i] and self.cache is not None:
+                    self.cache.put(keys[i], kind, res.to_dict())
+
+        await _gather_all([run_chunk(c) for c in chunks])
+        return [o for o in out if o is not None]
+
+    def _lookup(self, kind: str, key: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+        if self.store is not None:
+            hit = self.store.lookup_call(key)
+            if hit is not None:
+                self.stats.served_from_store += 1
+                return hit
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.stats.served_from_cache += 1
+                if self.store is not None:
+                    self.store.record_call(CallRecord(
+                        key, kind, self.backend, self.name, payload, hit, source="cache"))
+                return hit
+        return None
+
+    async def _send(
+        self,
+        kind: str,
+        idx: list[int],
+        keys: list[str],
+        payloads: list[dict[str, Any]],
+        call: Callable[[list[int]], Awaitable[Sequence[T]]],
+        token_estimate: int,
+    ) -> Sequence[T]:
+        async with self._sem:
+            attempt = 0
+            while True:
+                attempt += 1
+                self.budget.check()
+                await self._rate.acquire(len(idx), token_estimate)
+                t0 = time.perf_counter()
+                try:
+                    results = await call(idx)
+                except BackendError as e:
+                    if e.retryable and attempt < self.retry.max_attempts:
+                        wait = self.retry.delay(attempt, e)
+                        log.warning("%s/%s: %s (attempt %d of %d); retrying in %.2fs",
+                                    self.backend, self.name, e, attempt,
+                                    self.retry.max_attempts, wait)
+                        await asyncio.sleep(wait)
+                        continue
+                    self._record_failure(kind, idx, keys, payloads, e, attempt)
+                    raise type(e)(
+                        f"{self.backend}/{self.name}: {kind} failed after {attempt} attempt(s): {e}",
+                        status=e.status,
+                    ) from e
+                latency = time.perf_counter() - t0
+                self._record_success(kind, idx, keys, payloads, results, latency, attempt)
+                return results
+
+    def _record_success(self, kind: str, idx: list[int], keys: list[str],
+                        payloads: list[dict[str, Any]], results: Sequence[T],
+                        latency: float, attempt: int) -> None:
+        if len(results) != len(idx):
+            raise BackendError(
+                f"{self.backend}/{self.name} returned {len(results)} results for {len(idx)} calls")
+        self.stats.backend_calls += len(idx)
+        self.stats.backend_seconds += latency
+        for i, res in zip(idx, results, strict=True):
+            cost = self.prices.cost(self.name, res.usage.input_tokens, res.usage.output_tokens)
+            self.budget.add(res.usage, cost)
+            self.stats.usage = self.stats.usage + res.usage
+            self.stats.cost_usd += cost
+            if self.store is not None:
+                self.store.record_call(CallRecord(
+                    keys[i], kind, self.backend, self.name, payloads[i], res.to_dict(),
+                    res.usage.input_tokens, res.usage.output_tokens, latency / len(idx), cost,
+                    attempts=attempt))
+
+    def _record_failure(self, kind: str, idx: list[int], keys: list[str],
+                        payloads: list[dict[str, Any]], error: BackendError,
+                        attempt: int) -> None:
+        self.stats.failures += len(idx)
+        if self.store is not None:
+            for i in idx:
+                self.store.record_call(CallRecord(
+                    keys[i], kind, self.backend, self.name, payloads[i], None,
+                    error=f"{type(error).__name__}: {error}", attempts=attempt))
+
+
+async def _gather_all(coros: list[Awaitable[None]]) -> None:
+    """Run all; when one fails, let the others finish (their results are recorded) and
+    re-raise the first failure."""
+    results = await asyncio.gather(*coros, return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r

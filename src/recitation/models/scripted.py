@@ -1,0 +1,68 @@
+"""A scripted in-memory model for unit tests of control flow (never a stand-in for a real one).
+
+``ScriptedModel(responder)`` answers each request with ``responder(request)``: a string, or an
+exception instance to raise (e.g. ``RateLimitError(...)`` to test retries). Every request is
+appended to ``.requests`` so tests can count calls.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from recitation.models.base import (
+    Capabilities,
+    Generation,
+    GenerationRequest,
+    Model,
+    TokenScores,
+    Usage,
+)
+
+Responder = Callable[[GenerationRequest], "str | BaseException"]
+
+
+def _last_user_text(req: GenerationRequest) -> str:
+    if req.prompt is not None:
+        return req.prompt
+    return next((m.content for m in reversed(req.messages or ()) if m.role == "user"), "")
+
+
+def echo_responder(req: GenerationRequest) -> str:
+    """Default: repeat the prompt's last words, cut to ``max_tokens`` words."""
+    return " ".join(_last_user_text(req).split()[: req.max_tokens])
+
+
+class ScriptedModel(Model):
+    backend = "scripted"
+    capabilities = Capabilities(logprobs=True, full_distribution=False)
+
+    def __init__(self, responder: Responder = echo_responder, name: str = "scripted") -> None:
+        self.responder = responder
+        self.name = name
+        self.requests: list[GenerationRequest] = []
+        self.scored: list[str] = []
+
+    async def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        out = []
+        for req in requests:
+            self.requests.append(req)
+            reply = self.responder(req)
+            if isinstance(reply, BaseException):
+                raise reply
+            n_in = len(_last_user_text(req).split())
+            n_out = len(reply.split())
+            out.append(Generation(text=reply, usage=Usage(n_in, n_out),
+                                  finish_reason="length" if n_out >= req.max_tokens else "stop"))
+        return out
+
+    async def score(self, texts: list[str]) -> list[TokenScores]:
+        """Deterministic pseudo log-probabilities: longer words are less likely."""
+        out = []
+        for t in texts:
+            self.scored.append(t)
+            words = t.split()
+            lps = tuple(-math.log(1 + len(w)) for w in words[1:])
+            out.append(TokenScores(tokens=tuple(words), logprobs=lps,
+                                   usage=Usage(len(words), 0)))
+        return out
