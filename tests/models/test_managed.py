@@ -1,0 +1,163 @@
+"""ManagedModel control flow with the scripted model: cache, store, retries, budget, limits."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from recitation.errors import (
+    BudgetExceeded,
+    MalformedResponseError,
+    RateLimitError,
+    ServerError,
+    UnsupportedRequest,
+)
+from recitation.models.base import GenerationRequest, Usage
+from recitation.models.managed import Budget, Limits, ManagedModel, RateLimiter, RetryPolicy
+from recitation.models.pricing import Price, PriceTable
+from recitation.models.scripted import ScriptedModel
+from recitation.runs.store import ResponseCache, RunStore
+
+FAST = RetryPolicy(max_attempts=3, base_delay=0.001, max_delay=0.01)
+
+
+def reqs(n: int, **kw: object) -> list[GenerationRequest]:
+    return [GenerationRequest(prompt=f"prompt number {i} with words", max_tokens=3, **kw)
+            for i in range(n)]
+
+
+async def test_cache_serves_deterministic_calls_across_runs(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    inner = ScriptedModel()
+    first = await ManagedModel(inner, cache=cache).generate(reqs(4))
+    again = ManagedModel(ScriptedModel(), cache=cache)
+    second = await again.generate(reqs(4))
+    assert [g.text for g in first] == [g.text for g in second]
+    assert all(g.cached for g in second) and not any(g.cached for g in first)
+    assert again.stats.backend_calls == 0 and again.stats.served_from_cache == 4
+
+
+async def test_sampled_without_seed_is_never_reused(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    inner = ScriptedModel()
+    m = ManagedModel(inner, cache=cache)
+    await m.generate(reqs(2, temperature=0.7))
+    await m.generate(reqs(2, temperature=0.7))
+    assert len(inner.requests) == 4
+    await m.generate(reqs(2, temperature=0.7, seed=1))
+    await m.generate(reqs(2, temperature=0.7, seed=1))
+    assert len(inner.requests) == 6  # seeded: second call served from cache
+
+
+async def test_key_covers_every_parameter(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    inner = ScriptedModel()
+    m = ManagedModel(inner, cache=cache)
+    base = GenerationRequest(prompt="x y z", max_tokens=3)
+    variants = [base, GenerationRequest(prompt="x y z", max_tokens=4),
+                GenerationRequest(prompt="x y z", max_tokens=3, stop=("\n",)),
+                GenerationRequest(prompt="x y z", max_tokens=3, temperature=0.5, seed=2),
+                GenerationRequest.chat("x y z", max_tokens=3)]
+    for v in variants:
+        await m.generate([v])
+    assert len(inner.requests) == len(variants)
+    await ManagedModel(ScriptedModel(name="other"), cache=cache).generate([base])
+    # another model name is another key
+
+
+async def test_retries_then_succeeds_and_honours_retry_after() -> None:
+    calls = {"n": 0}
+
+    def flaky(req: GenerationRequest) -> str | BaseException:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            return RateLimitError("slow down", retry_after=0.2)
+        if calls["n"] == 2:
+            return ServerError("boom", status=500)
+        return "ok"
+
+    m = ManagedModel(ScriptedModel(flaky), retry=RetryPolicy(4, 0.001, 1.0))
+    t0 = time.perf_counter()
+    out = await m.generate(reqs(1))
+    assert out[0].text == "ok" and calls["n"] == 3
+    assert time.perf_counter() - t0 >= 0.2  # waited for Retry-After
+
+
+async def test_persistent_fault_is_reported_and_recorded(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "run", create=True)
+    m = ManagedModel(ScriptedModel(lambda r: MalformedResponseError("not JSON")),
+                     store=store, retry=FAST)
+    with pytest.raises(MalformedResponseError, match=r"scripted/scripted: generate failed "
+                       r"after 3 attempt\(s\): not JSON"):
+        await m.generate(reqs(1))
+    calls = store.calls()
+    assert len(calls) == 1 and "MalformedResponseError" in calls[0]["error"]
+    assert calls[0]["attempts"] == 3
+
+
+async def test_non_retryable_is_not_retried() -> None:
+    inner = ScriptedModel(lambda r: UnsupportedRequest("nope"))
+    with pytest.raises(UnsupportedRequest):
+        await ManagedModel(inner, retry=FAST).generate(reqs(1))
+    assert len(inner.requests) == 1
+
+
+async def test_budget_stops_calls() -> None:
+    inner = ScriptedModel()
+    m = ManagedModel(inner, budget=Budget(max_tokens=20), limits=Limits(concurrency=1))
+    with pytest.raises(BudgetExceeded, match="token budget reached"):
+        for r in reqs(10):
+            await m.generate([r])
+    assert 0 < len(inner.requests) < 10
+    assert m.budget.tokens >= 20
+
+
+async def test_cost_accounting_from_extended_price_table(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "run", create=True)
+    prices = PriceTable({"scripted": Price(input=1_000_000.0, output=2_000_000.0)})
+    m = ManagedModel(ScriptedModel(), store=store, prices=prices,
+                     budget=Budget(max_dollars=1e9))
+    out = await m.generate(reqs(2))
+    usage = out[0].usage + out[1].usage
+    expected = usage.input_tokens * 1.0 + usage.output_tokens * 2.0
+    assert m.stats.cost_usd == pytest.approx(expected)
+    assert store.call_totals()["cost_usd"] == pytest.approx(expected)
+    assert PriceTable().lookup("gpt-4.1-2025-04-14") == Price(2.0, 8.0)
+    assert PriceTable().cost("unknown-model", 10, 10) == 0.0
+    assert Usage(1, 2) + Usage(3, 4) == Usage(4, 6)
+
+
+async def test_concurrency_limit_is_respected() -> None:
+    live = {"now": 0, "max": 0}
+
+    class Slow(ScriptedModel):
+        async def generate(self, requests):  # type: ignore[no-untyped-def]
+            live["now"] += 1
+            live["max"] = max(live["max"], live["now"])
+            await asyncio.sleep(0.02)
+            live["now"] -= 1
+            return await super().generate(requests)
+
+    await ManagedModel(Slow(), limits=Limits(concurrency=2)).generate(reqs(8))
+    assert live["max"] == 2
+
+
+async def test_rate_limiter_spaces_requests() -> None:
+    lim = RateLimiter(rpm=600, tpm=None)  # 10 per second, bucket starts full (600)
+    lim._level["req"] = 0.0  # start empty to measure the refill rate
+    t0 = time.perf_counter()
+    for _ in range(3):
+        await lim.acquire(1, 0)
+    assert time.perf_counter() - t0 == pytest.approx(0.3, abs=0.12)
+
+
+async def test_score_goes_through_cache(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    inner = ScriptedModel()
+    m = ManagedModel(inner, cache=cache)
+    a = await m.score(["one two three", "four five"])
+    b = await m.score(["one two three", "four five"])
+    assert a[0].logprobs == b[0].logprobs and b[0].cached and len(inner.scored) == 2
