@@ -1,0 +1,220 @@
+"""The ``openai`` backend: any OpenAI-compatible endpoint through the official ``openai`` SDK.
+
+Works with OpenAI, vLLM, llama.cpp server, Ollama, DeepSeek, OpenRouter, ``recitation serve``
+— anything that speaks ``/chat/completions`` and (for plain prompts and scoring)
+``/completions``. Set ``base_url`` to the server's API root including ``/v1``
+(e.g. ``http://127.0.0.1:8000/v1``); the SDK appends ``/chat/completions``.
+
+API key
+    Read only from the environment variable named by ``api_key_env`` (default
+    ``OPENAI_API_KEY``) when the model is built; a missing variable raises
+    :class:`~recitation.errors.AuthenticationError` naming it. Local servers that need no key:
+    set the variable to any value, or pass ``api_key_env=None`` (a placeholder is sent). The key
+    never appears in :meth:`identity`, ``repr``, logs or our exception messages.
+
+Requests
+    Chat requests go to ``chat.completions``, plain prompts to the legacy ``completions``
+    endpoint; ``temperature``, ``top_p``, ``seed`` (when set), ``max_tokens``, ``stop`` and
+    ``logprobs`` are passed through. The SDK's own retries are off (``max_retries=0``):
+    :class:`~recitation.models.managed.ManagedModel` retries. Requests of one call run
+    concurrently, at most ``max_concurrency`` at a time. Whether seeds make sampling
+    reproducible depends on the server.
+
+Scoring
+    :meth:`OpenAIModel.score` asks ``completions`` for ``echo=True, logprobs=1, max_tokens=0``
+    (the vLLM convention) and reads the prompt's token log-probabilities. Only servers that
+    return prompt log-probabilities can do this (vLLM, ``recitation serve``; not OpenAI's own
+    chat models): a reply without them raises :class:`~recitation.errors.UnsupportedRequest`.
+    ``capabilities.logprobs`` is true because the backend cannot know in advance.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from recitation.errors import MalformedResponseError, MissingDependencyError, UnsupportedRequest
+from recitation.models._sdk import (
+    PerLoopClient,
+    display_url,
+    gather_bounded,
+    map_sdk_error,
+    resolve_api_key,
+)
+from recitation.models.base import (
+    Capabilities,
+    Generation,
+    GenerationRequest,
+    Model,
+    TokenScores,
+    Usage,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def _sdk() -> Any:
+    try:
+        import openai
+    except ImportError as e:
+        raise MissingDependencyError("openai", "api", "the openai backend") from e
+    return openai
+
+
+class OpenAIModel(Model):
+    backend = "openai"
+    capabilities = Capabilities(chat=True, completion=True, logprobs=True,
+                                full_distribution=False, seeded_sampling=True)
+
+    def __init__(self, model: str, *, base_url: str | None = None,
+                 api_key_env: str | None = "OPENAI_API_KEY", timeout: float = 60.0,
+                 max_concurrency: int = 8) -> None:
+        self._openai = _sdk()
+        self.name = model
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.timeout = timeout
+        self.server = display_url(base_url, DEFAULT_BASE_URL)
+        self.__key = resolve_api_key(self.backend, api_key_env)
+        self._clients: PerLoopClient[Any] = PerLoopClient(self._new_client, max_concurrency)
+
+    def _new_client(self) -> Any:
+        return self._openai.AsyncOpenAI(api_key=self.__key, base_url=self.base_url,
+                                        timeout=self.timeout, max_retries=0)
+
+    def __repr__(self) -> str:
+        return f"OpenAIModel(model={self.name!r}, base_url={self.server!r})"
+
+    def identity(self) -> dict[str, Any]:
+        return {"backend": self.backend, "model": self.name, "base_url": self.server}
+
+    async def aclose(self) -> None:
+        await self._clients.aclose()
+
+    @property
+    def _where(self) -> str:
+        return f"{self.backend} model '{self.name}' at {self.server}"
+
+    async def _call(self, fn: Any, **params: Any) -> Any:
+        """One SDK call; SDK errors become recitation errors."""
+        try:
+            return await fn(**params)
+        except Exception as e:
+            mapped = map_sdk_error(e, self._openai, self._where, self.__key)
+            if mapped is e:
+                raise
+            raise mapped from None
+
+    # -- generate ---------------------------------------------------------------------
+    async def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        client, sem = self._clients.get()
+        return await gather_bounded(sem, requests, lambda r: self._generate_one(client, r))
+
+    async def _generate_one(self, client: Any, req: GenerationRequest) -> Generation:
+        params: dict[str, Any] = {"model": self.name, "max_tokens": req.max_tokens,
+                                  "temperature": req.temperature, "top_p": req.top_p}
+        if req.seed is not None:
+            params["seed"] = req.seed
+        if req.stop:
+            params["stop"] = list(req.stop)
+        if req.messages is not None:
+            params["messages"] = [{"role": m.role, "content": m.content} for m in req.messages]
+            if req.logprobs:
+                params["logprobs"] = True
+            reply = await self._call(client.chat.completions.create, **params)
+            return self._parse(reply, chat=True)
+        params["prompt"] = req.prompt
+        if req.logprobs:
+            params["logprobs"] = 1
+        reply = await self._call(client.completions.create, **params)
+        return self._parse(reply, chat=False)
+
+    def _parse(self, reply: Any, *, chat: bool) -> Generation:
+        try:
+            choice = reply.choices[0]
+            text = choice.message.content if chat else choice.text
+            if text is None and chat:
+                text = ""
+            if not isinstance(text, str):
+                raise TypeError(f"text is {type(text).__name__}")
+            lps = _chat_logprobs(choice) if chat else _completion_logprobs(choice)
+            finish = "length" if choice.finish_reason == "length" else "stop"
+            return Generation(text=text, finish_reason=finish, usage=_usage(reply),
+                              token_logprobs=lps)
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError) as e:
+            raise self._malformed(reply, e) from None
+
+    def _malformed(self, reply: Any, err: Exception) -> MalformedResponseError:
+        shape = type(reply).__name__
+        return MalformedResponseError(
+            f"{self._where}: reply has an unexpected shape ({shape}: {type(err).__name__}: "
+            f"{err})")
+
+    # -- score ------------------------------------------------------------------------
+    async def score(self, texts: list[str]) -> list[TokenScores]:
+        client, sem = self._clients.get()
+        return await gather_bounded(sem, texts, lambda t: self._score_one(client, t))
+
+    async def _score_one(self, client: Any, text: str) -> TokenScores:
+        reply = await self._call(client.completions.create, model=self.name, prompt=text,
+                                 echo=True, logprobs=1, max_tokens=0, temperature=0.0)
+        try:
+            choice = reply.choices[0]
+            lp = choice.logprobs
+        except (AttributeError, IndexError, KeyError, TypeError) as e:
+            raise self._malformed(reply, e) from None
+        if lp is None or not getattr(lp, "tokens", None) or lp.token_logprobs is None:
+            raise UnsupportedRequest(
+                f"{self._where} returned no prompt log-probabilities for echo=True, "
+                f"logprobs=1, max_tokens=0; score() needs a server that returns them "
+                f"(e.g. vLLM or `recitation serve`)")
+        try:
+            tokens, values = _prompt_part(text, lp)
+            logprobs = tuple(float(v) for v in values[1:])
+        except (TypeError, ValueError) as e:
+            raise self._malformed(reply, e) from None
+        return TokenScores(tokens=tokens, logprobs=logprobs,
+                           usage=Usage(_usage(reply).input_tokens, 0))
+
+
+def _usage(reply: Any) -> Usage:
+    usage = getattr(reply, "usage", None)
+    if usage is None:
+        return Usage()
+    return Usage(int(getattr(usage, "prompt_tokens", 0) or 0),
+                 int(getattr(usage, "completion_tokens", 0) or 0))
+
+
+def _chat_logprobs(choice: Any) -> tuple[float, ...] | None:
+    lp = getattr(choice, "logprobs", None)
+    content = getattr(lp, "content", None) if lp is not None else None
+    if not content:
+        return None
+    return tuple(float(c.logprob) for c in content)
+
+
+def _completion_logprobs(choice: Any) -> tuple[float, ...] | None:
+    lp = getattr(choice, "logprobs", None)
+    values = getattr(lp, "token_logprobs", None) if lp is not None else None
+    if not values:
+        return None
+    return tuple(float(v) for v in values)
+
+
+def _prompt_part(text: str, lp: Any) -> tuple[tuple[str, ...], list[Any]]:
+    """The prompt's tokens and log-probs; drops generated tokens a server may have appended
+    (it is told ``max_tokens=0``, but not every server obeys) when ``text_offset`` says so."""
+    tokens = [str(t) for t in lp.tokens]
+    values = list(lp.token_logprobs)
+    offsets = getattr(lp, "text_offset", None)
+    if offsets and len(offsets) == len(tokens):
+        keep = sum(1 for o in offsets if int(o) < len(text))
+        tokens, values = tokens[:keep], values[:keep]
+    if len(values) != len(tokens):
+        raise ValueError(f"{len(tokens)} tokens but {len(values)} log-probabilities")
+    return tuple(tokens), values
+
+
+__all__ = ["OpenAIModel"]
