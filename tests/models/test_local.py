@@ -1,0 +1,109 @@
+"""The local backend with the real embedded SmolLM2-135M-Instruct model."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from recitation.errors import ConfigError
+from recitation.models.base import GenerationRequest
+from recitation.models.local import LocalModel, resolve_model_path
+
+pytestmark = pytest.mark.model
+
+PROMPTS = ["In the beginning God created", "The LORD is my shepherd; I shall",
+           "Call me Ishmael. Some years ago, never mind how long precisely,"]
+
+
+async def test_greedy_matches_transformers_generate(local_model: LocalModel) -> None:
+    import torch
+
+    loaded = local_model.load()
+    ours = await local_model.generate([GenerationRequest(prompt=p, max_tokens=12)
+                                       for p in PROMPTS])
+    for p, g in zip(PROMPTS, ours, strict=True):
+        ids = loaded.tokenizer(p, return_tensors="pt", add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            ref = loaded.model.generate(ids, max_new_tokens=12, do_sample=False,
+                                        attention_mask=torch.ones_like(ids),
+                                        pad_token_id=loaded.tokenizer.pad_token_id)
+        ref_text = loaded.tokenizer.decode(ref[0, ids.shape[1]:], skip_special_tokens=True)
+        assert g.text == ref_text
+        assert g.usage.input_tokens == ids.shape[1]
+
+
+async def test_batch_equals_one_at_a_time(local_model: LocalModel) -> None:
+    reqs = [GenerationRequest(prompt=p, max_tokens=10) for p in PROMPTS]
+    batched = await local_model.generate(reqs)
+    single = [(await local_model.generate([r]))[0] for r in reqs]
+    assert [g.text for g in batched] == [g.text for g in single]
+
+
+async def test_seeded_sampling_is_reproducible(local_model: LocalModel) -> None:
+    r = GenerationRequest(prompt=PROMPTS[0], max_tokens=12, temperature=1.0, seed=7)
+    a = (await local_model.generate([r]))[0].text
+    b = (await local_model.generate([GenerationRequest(prompt=PROMPTS[1], max_tokens=5), r]))[1]
+    c = (await local_model.generate([GenerationRequest(prompt=PROMPTS[0], max_tokens=12,
+                                                        temperature=1.0, seed=8)]))[0].text
+    assert a == b.text  # same seed, same text, whatever else is in the batch
+    assert a != c
+
+
+async def test_stop_sequences_and_max_tokens(local_model: LocalModel) -> None:
+    free = (await local_model.generate([GenerationRequest(prompt=PROMPTS[2], max_tokens=20)]))[0]
+    assert free.finish_reason == "length" and free.usage.output_tokens == 20
+    word = free.text.split()[2]
+    stopped = (await local_model.generate([GenerationRequest(
+        prompt=PROMPTS[2], max_tokens=20, stop=(word,))]))[0]
+    assert word not in stopped.text and free.text.startswith(stopped.text)
+    assert stopped.finish_reason == "stop"
+
+
+async def test_chat_uses_the_chat_template(local_model: LocalModel) -> None:
+    req = GenerationRequest.chat("What is the capital of France? Answer in one word.",
+                                 max_tokens=10)
+    assert "<|im_start|>user" in local_model.render_prompt(req)
+    out = (await local_model.generate([req]))[0]
+    assert "Paris" in out.text
+
+
+async def test_score_matches_direct_logits(local_model: LocalModel) -> None:
+    import torch
+
+    loaded = local_model.load()
+    texts = ["In the beginning God created the heaven and the earth.", "Jesus wept."]
+    scores = await local_model.score(texts)  # batched with left padding
+    for text, s in zip(texts, scores, strict=True):
+        ids = loaded.tokenizer(text, return_tensors="pt", add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            logp = torch.log_softmax(loaded.model(ids).logits[0, :-1].double(), -1)
+        direct = logp.gather(-1, ids[0, 1:, None]).squeeze(-1)
+        assert len(s.logprobs) == ids.shape[1] - 1 == len(s.tokens) - 1
+        assert max(abs(a - b) for a, b in zip(s.logprobs, direct.tolist())) < 1e-3
+        p = logp.exp()
+        mu = (p * logp).sum(-1)
+        sd = ((p * (logp - mu[:, None]) ** 2).sum(-1)).sqrt()
+        assert max(abs(a - b) for a, b in zip(s.mean_logprob or (), mu.tolist())) < 1e-3
+        assert max(abs(a - b) for a, b in zip(s.std_logprob or (), sd.tolist())) < 1e-3
+        assert all(math.isfinite(x) for x in s.logprobs)
+
+
+async def test_logprobs_of_generated_tokens(local_model: LocalModel) -> None:
+    g = (await local_model.generate([GenerationRequest(prompt=PROMPTS[0], max_tokens=5,
+                                                       logprobs=True)]))[0]
+    assert g.token_logprobs is not None and len(g.token_logprobs) == 5
+    assert all(lp <= 0 for lp in g.token_logprobs)
+
+
+def test_converted_weights_are_cached(local_model: LocalModel) -> None:
+    m = LocalModel()
+    m.load()
+    assert m.loaded_from_cache is True  # the session fixture converted it already
+    assert m.load_seconds is not None and m.load_seconds < 15
+
+
+def test_bad_model_spec(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="neither a transformers directory"):
+        resolve_model_path(str(tmp_path / "nope"))
