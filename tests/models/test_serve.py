@@ -1,0 +1,257 @@
+"""`recitation serve`: the HTTP protocol, request accounting and fault injection.
+
+Protocol tests use the scripted model (fast) and a plain HTTP client; the SDK backends are
+tested against this server in test_openai_backend.py / test_anthropic_backend.py.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from recitation.errors import RateLimitError, UnsupportedRequest
+from recitation.models.base import GenerationRequest
+from recitation.models.scripted import ScriptedModel, echo_responder
+from recitation.serve import FaultAction, RequestInfo, ServerHandle, start_server
+
+
+@pytest.fixture
+def server() -> Iterator[ServerHandle]:
+    with start_server(ScriptedModel(name="scripted-echo")) as handle:
+        yield handle
+
+
+def post(handle: ServerHandle, path: str, body: Any, **kw: Any) -> httpx.Response:
+    return httpx.post(f"{handle.root_url}{path}", json=body, timeout=10, **kw)
+
+
+def wait_for(cond: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.01)
+
+
+def test_url_shapes(server: ServerHandle) -> None:
+    assert server.url == f"http://127.0.0.1:{server.port}/v1"
+    assert server.root_url == f"http://127.0.0.1:{server.port}"
+    assert server.port > 0
+
+
+def test_models_lists_the_served_model(server: ServerHandle) -> None:
+    r = httpx.get(f"{server.url}/models")
+    assert r.status_code == 200
+    assert [m["id"] for m in r.json()["data"]] == ["scripted-echo"]
+
+
+def test_chat_completion_shape_and_usage(server: ServerHandle) -> None:
+    r = post(server, "/v1/chat/completions", {
+        "model": "anything", "max_tokens": 2, "temperature": 0,
+        "messages": [{"role": "system", "content": "be brief"},
+                     {"role": "user", "content": [{"type": "text", "text": "alpha beta gamma"}]}],
+    })
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["object"] == "chat.completion"
+    choice = body["choices"][0]
+    assert choice["message"] == {"role": "assistant", "content": "alpha beta"}
+    assert choice["finish_reason"] == "length"
+    assert body["usage"] == {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
+    assert [i.path for i in server.completed] == ["/v1/chat/completions"]
+
+
+def test_completions_list_prompts_and_echo(server: ServerHandle) -> None:
+    r = post(server, "/v1/completions", {"model": "m", "prompt": ["a b c", "d e"],
+                                        "max_tokens": 5, "echo": True})
+    assert r.status_code == 200, r.text
+    texts = [c["text"] for c in r.json()["choices"]]
+    assert texts == ["a b ca b c", "d ed e"]  # echo: prompt + continuation
+
+
+def test_prompt_logprobs_via_echo(server: ServerHandle) -> None:
+    r = post(server, "/v1/completions", {"model": "m", "prompt": "one two three",
+                                        "echo": True, "logprobs": 1, "max_tokens": 0})
+    assert r.status_code == 200, r.text
+    lp = r.json()["choices"][0]["logprobs"]
+    assert lp["tokens"] == ["one", "two", "three"]
+    assert lp["token_logprobs"][0] is None
+    assert lp["token_logprobs"][1:] == pytest.approx([-1.38629436, -1.79175947])
+
+
+@pytest.mark.parametrize("path, body, fragment", [
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
+                              "temperature": "hot"}, "'temperature' must be"),
+    ("/v1/chat/completions", {"messages": []}, "'messages' must be a non-empty list"),
+    ("/v1/chat/completions", {"messages": [{"role": "tool", "content": "x"}]}, "role must be"),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}], "n": 2},
+     "'n' must be 1"),
+    ("/v1/completions", {"prompt": [1, 2, 3]}, "token ids are not supported"),
+    ("/v1/completions", {"prompt": "x", "stream": True}, "streaming is not supported"),
+    ("/v1/completions", {"prompt": "x", "echo": True, "logprobs": 1, "max_tokens": 3},
+     "only with max_tokens 0"),
+])
+def test_bad_requests_get_openai_style_400(server: ServerHandle, path: str,
+                                           body: dict[str, Any], fragment: str) -> None:
+    r = post(server, path, body)
+    assert r.status_code == 400
+    assert fragment in r.json()["error"]["message"]
+    assert server.completed == []
+
+
+def test_anthropic_errors_use_the_messages_error_format(server: ServerHandle) -> None:
+    r = post(server, "/v1/messages", {"model": "m", "messages": [{"role": "user",
+                                                                 "content": "x"}]})
+    assert r.status_code == 400
+    assert r.json() == {"type": "error", "error": {"type": "invalid_request_error",
+                                                   "message": "max_tokens: Field required"}}
+
+
+def test_unknown_route_and_invalid_json(server: ServerHandle) -> None:
+    assert httpx.post(f"{server.url}/nope", json={}).status_code == 404
+    r = httpx.post(f"{server.url}/completions", content=b"{not json",
+                   headers={"Content-Type": "application/json"})
+    assert r.status_code == 400 and "not valid JSON" in r.json()["error"]["message"]
+
+
+def test_model_errors_become_http_errors() -> None:
+    def responder(req: GenerationRequest) -> str | BaseException:
+        if "limit" in (req.prompt or ""):
+            return RateLimitError("slow down", retry_after=2.0)
+        if "unsupported" in (req.prompt or ""):
+            return UnsupportedRequest("cannot do that")
+        return echo_responder(req)
+
+    with start_server(ScriptedModel(responder)) as h:
+        r = post(h, "/v1/completions", {"prompt": "limit", "max_tokens": 1})
+        assert r.status_code == 429 and r.headers["retry-after"] == "2"
+        r = post(h, "/v1/completions", {"prompt": "unsupported", "max_tokens": 1})
+        assert r.status_code == 400 and "cannot do that" in r.json()["error"]["message"]
+        assert h.completed == [] and len(h.received) == 2
+
+
+def test_fault_hook_status_headers_and_body() -> None:
+    faults = {0: FaultAction.rate_limited(retry_after=1.5), 1: FaultAction.server_error(503),
+              2: FaultAction.malformed_json(b'{"choices": ['),
+              3: FaultAction.json_body({"unexpected": True})}
+
+    def hook(info: RequestInfo) -> FaultAction | None:
+        return faults.get(info.index)
+
+    body = {"prompt": "x y", "max_tokens": 1}
+    with start_server(ScriptedModel(), fault_hook=hook) as h:
+        r = post(h, "/v1/completions", body)
+        assert r.status_code == 429 and r.headers["retry-after"] == "1.5"
+        assert post(h, "/v1/completions", body).status_code == 503
+        r = post(h, "/v1/completions", body)
+        assert r.status_code == 200 and r.content == b'{"choices": ['
+        assert post(h, "/v1/completions", body).json() == {"unexpected": True}
+        assert post(h, "/v1/completions", body).status_code == 200  # no fault: answered
+        assert len(h.received) == 5
+        assert len(h.completed) == 1  # injected replies are never model answers
+
+
+def test_delay_then_answer_counts_as_completed() -> None:
+    with start_server(ScriptedModel(), fault_hook=lambda i: FaultAction.hang(0.3)) as h:
+        t0 = time.monotonic()
+        r = post(h, "/v1/completions", {"prompt": "x y", "max_tokens": 1})
+        assert r.status_code == 200 and time.monotonic() - t0 >= 0.3
+        assert len(h.completed) == 1
+
+
+def test_client_timing_out_during_a_hang_is_not_completed() -> None:
+    with start_server(ScriptedModel(), fault_hook=lambda i: FaultAction.hang()) as h:
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(f"{h.url}/completions", json={"prompt": "x", "max_tokens": 1},
+                       timeout=0.2)
+        wait_for(lambda: len(h.aborted) == 1)
+        assert h.completed == [] and len(h.received) == 1
+
+
+CLIENT = textwrap.dedent("""
+    import sys, httpx
+    httpx.post(sys.argv[1] + "/completions", json={"prompt": "a b c", "max_tokens": 2},
+               timeout=60)
+""")
+
+
+def _killed_client(url: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", CLIENT, url])
+
+
+def test_client_killed_while_request_is_held_is_not_completed() -> None:
+    with start_server(ScriptedModel(), fault_hook=lambda i: FaultAction.hang(30)) as h:
+        proc = _killed_client(h.url)
+        wait_for(lambda: len(h.received) == 1, timeout=20)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        wait_for(lambda: len(h.aborted) == 1)
+        assert h.completed == []
+
+
+def test_client_killed_while_the_model_works_is_not_completed() -> None:
+    """The model finishes after the client died: the answer must not count."""
+
+    def slow(req: GenerationRequest) -> str:
+        time.sleep(1.0)
+        return echo_responder(req)
+
+    with start_server(ScriptedModel(slow)) as h:
+        proc = _killed_client(h.url)
+        wait_for(lambda: len(h.received) == 1, timeout=20)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        wait_for(lambda: len(h.aborted) == 1, timeout=5)
+        assert h.completed == []
+
+
+def test_stop_releases_hung_requests_quickly() -> None:
+    h = start_server(ScriptedModel(), fault_hook=lambda i: FaultAction.hang())
+    proc = _killed_client(h.url)
+    try:
+        wait_for(lambda: len(h.received) == 1, timeout=20)
+        t0 = time.monotonic()
+        h.stop()
+        assert time.monotonic() - t0 < 2.0
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_record_requests_off_keeps_nothing() -> None:
+    with start_server(ScriptedModel(), record_requests=False) as h:
+        assert post(h, "/v1/completions", {"prompt": "x", "max_tokens": 1}).status_code == 200
+        assert h.received == [] and h.completed == []
+
+
+@pytest.mark.model
+def test_serve_cli_serves_the_embedded_model(tmp_path: Any) -> None:
+    """`recitation serve --port 0` prints its URL, answers, and stops cleanly on Ctrl-C."""
+    code = "from recitation.cli import main; raise SystemExit(main())"
+    proc = subprocess.Popen([sys.executable, "-c", code, "serve", "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("Serving "), line + (proc.stderr.read() if proc.stderr else "")
+        url = line.split(" at ")[1].strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
+        r = httpx.post(f"{url}/chat/completions", timeout=60, json={
+            "model": "smollm2", "max_tokens": 4, "temperature": 0,
+            "messages": [{"role": "user", "content": "Say hello."}]})
+        assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"]
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
