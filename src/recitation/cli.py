@@ -189,7 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _optional_commands(sub: Any) -> None:
     for module, fn in (("recitation.serve", "add_serve_parser"),
-                       ("recitation.evaluate", "add_evaluate_parser")):
+                       ("recitation.evaluate", "add_evaluate_parser"),
+                       ("recitation.extract.cli", "add_extract_parser"),
+                       ("recitation.detect.cli", "add_detect_parser")):
         try:
             mod = __import__(module, fromlist=[fn])
         except ImportError as e:

@@ -59,6 +59,8 @@ class Job(abc.ABC):
 
 JOBS: dict[str, str] = {
     "prefix_probe": "recitation.extract.prefix_probe:PrefixProbeJob",
+    "detect": "recitation.detect.job:DetectJob",
+    "extract": "recitation.extract.job:ExtractJob",
 }
 
 

@@ -62,7 +62,12 @@ def _git_commit() -> str | None:
 
 
 def create_run(cfg: RunConfig, runs_dir: Path | None = None) -> Path:
-    make_job(cfg.job, cfg.params, cfg.seed)  # validate params before creating anything
+    # Validate everything that can fail early (job params, backend, API key) before the run
+    # directory exists, so a bad config leaves nothing behind.
+    make_job(cfg.job, cfg.params, cfg.seed)
+    from recitation.models.registry import build_backend
+
+    build_backend(cfg.model)
     runs_dir = runs_dir or default_runs_dir()
     run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{cfg.name or cfg.job}-{secrets.token_hex(3)}"
     run_dir = runs_dir / run_id
