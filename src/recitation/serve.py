@@ -88,15 +88,17 @@ class FaultAction:
     """What the server does instead of (or before) answering a request.
 
     The server first waits ``delay`` seconds (``math.inf``: until the client goes away or the
-    server stops). Then, if ``status`` and ``body`` are both ``None``, it answers normally;
-    otherwise it sends ``status`` (default 200) with ``headers`` and ``body`` (default: an
-    error JSON in the API's format).
+    server stops). Then, with ``drop``, it closes the connection without a reply; if
+    ``status`` and ``body`` are both ``None``, it answers normally; otherwise it sends
+    ``status`` (default 200) with ``headers`` and ``body`` (default: an error JSON in the
+    API's format).
     """
 
     status: int | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     body: bytes | None = None
     delay: float = 0.0
+    drop: bool = False
 
     @staticmethod
     def rate_limited(retry_after: float | None = 0.0) -> FaultAction:
@@ -111,6 +113,11 @@ class FaultAction:
     def hang(seconds: float = math.inf) -> FaultAction:
         """Hold the request ``seconds`` (then answer normally), or until the client leaves."""
         return FaultAction(delay=seconds)
+
+    @staticmethod
+    def drop_connection() -> FaultAction:
+        """Close the connection without answering (the client sees a connection error)."""
+        return FaultAction(drop=True)
 
     @staticmethod
     def malformed_json(body: bytes = b'{"id": "cmpl-1", "choices": [{"text": ') -> FaultAction:
@@ -446,10 +453,12 @@ class _Handler(BaseHTTPRequestHandler):
         body, bad = self._read_body()
         headers = {k.lower(): v for k, v in self.headers.items()}
         info = self.server.recorder.new(method, path, body, headers)
-        fault = self.server.fault_hook(info) if self.server.fault_hook else None
-        if fault is not None and fault.delay > 0 and not self._wait(fault.delay):
+        fault = self._fault(info)
+        if fault is not None and (fault.drop or fault.delay > 0 and not self._wait(fault.delay)):
             self.server.recorder.add(self.server.recorder.aborted, info)
             self.close_connection = True
+            if fault.drop:
+                self.connection.shutdown(socket.SHUT_RDWR)
             return
         if fault is not None and (fault.status is not None or fault.body is not None):
             status = fault.status or 200
@@ -467,6 +476,15 @@ class _Handler(BaseHTTPRequestHandler):
             status, payload, extra = err.status, error_body(path, err.status, err.message,
                                                             err.kind), err.headers
         self._send(info, status, payload, extra, counts=status == 200)
+
+    def _fault(self, info: RequestInfo) -> FaultAction | None:
+        if self.server.fault_hook is None:
+            return None
+        try:
+            return self.server.fault_hook(info)
+        except Exception as e:  # a broken hook answers 500 rather than killing the thread
+            log.exception("fault hook failed")
+            return FaultAction(status=500, body=error_body(info.path, 500, f"fault hook: {e}"))
 
     def _dispatch(self, method: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
         api = self.server.api

@@ -48,12 +48,12 @@ async def test_messages_equal_local_model_greedy(
     user message."""
     reqs = [GenerationRequest(messages=(Message("system", "You are a helpful assistant."),
                                         Message("user", "What is two plus two?")),
-                              max_tokens=10),
-            GenerationRequest(prompt="Name a fruit.", max_tokens=10, stop=("\n",))]
+                              max_tokens=8),
+            GenerationRequest(prompt="Name a fruit.", max_tokens=8, stop=("\n",))]
     remote = AnthropicModel("smollm2", base_url=local_server.root_url, api_key_env=None)
     got = await remote.generate(reqs)
     await remote.aclose()
-    as_chat = [reqs[0], GenerationRequest.chat("Name a fruit.", max_tokens=10, stop=("\n",))]
+    as_chat = [reqs[0], GenerationRequest.chat("Name a fruit.", max_tokens=8, stop=("\n",))]
     want = [(await local_model.generate([r]))[0] for r in as_chat]
     assert [g.text for g in got] == [w.text for w in want]
     assert all(g.text for g in got)

@@ -18,6 +18,7 @@ import pytest
 
 from recitation.errors import (
     AuthenticationError,
+    BackendConnectionError,
     BackendError,
     BackendTimeout,
     MalformedResponseError,
@@ -75,6 +76,8 @@ FAULTS: dict[str, tuple[FaultAction, type[BackendError], list[str]]] = {
     "429": (FaultAction.rate_limited(retry_after=0.05), RateLimitError, ["HTTP 429"]),
     "500": (FaultAction.server_error(500), ServerError, ["HTTP 500"]),
     "timeout": (FaultAction.hang(), BackendTimeout, ["timed out"]),
+    "dropped-connection": (FaultAction.drop_connection(), BackendConnectionError,
+                           ["connection error"]),
     "malformed-json": (FaultAction.malformed_json(), MalformedResponseError, ["not valid JSON"]),
     "wrong-shape": (FaultAction.json_body({"unexpected": [1, 2]}), MalformedResponseError,
                     ["unexpected shape"]),
