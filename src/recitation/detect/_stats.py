@@ -1,0 +1,77 @@
+"""The statistics detection uses, delegated to :mod:`recitation.metrics.stats` (the
+toolkit's one implementation of ROC AUC, TPR at FPR and thresholds at a target FPR).
+
+This module only adapts call shapes and adds what is specific to detection: a *stratified*
+bootstrap (members and controls resampled separately, so every resample has both classes)
+of AUC and TPR, and the ROC curve points for reports (scikit-learn's ``roc_curve``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+CONFIDENCE = 0.95
+
+
+def _m() -> Any:
+    """``recitation.metrics.stats``, imported when first needed."""
+    try:
+        from recitation.metrics import stats
+    except ImportError as e:
+        raise ImportError("detector calibration needs recitation.metrics.stats "
+                          "(issue 3), which this checkout does not have yet") from e
+    return stats
+
+
+def roc_auc(labels: Sequence[int], scores: Sequence[float]) -> float:
+    return float(_m().roc_auc(list(labels), list(scores)))
+
+
+def tpr_at_fpr(labels: Sequence[int], scores: Sequence[float], fpr: float) -> float:
+    return float(_m().tpr_at_fpr(list(labels), list(scores), fpr))
+
+
+def threshold_at_fpr(negatives: Sequence[float], fpr: float) -> float:
+    return float(_m().threshold_at_fpr(list(negatives), fpr))
+
+
+def _stratified_bootstrap(labels: Sequence[int], scores: Sequence[float],
+                          stat: Callable[[list[int], list[float]], float], n_boot: int,
+                          seed: int) -> tuple[float | None, float | None]:
+    if n_boot <= 0:
+        return None, None
+    y = np.asarray(labels)
+    s = np.asarray(scores, dtype=float)
+    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    rng = np.random.default_rng(seed)
+    vals = []
+    for _ in range(n_boot):
+        idx = np.concatenate([rng.choice(pos, len(pos)), rng.choice(neg, len(neg))])
+        vals.append(stat(y[idx].tolist(), s[idx].tolist()))
+    lo, hi = np.quantile(vals, [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2])
+    return float(lo), float(hi)
+
+
+def bootstrap_auc_ci(labels: Sequence[int], scores: Sequence[float], *, n_boot: int = 1000,
+                     seed: int = 0) -> tuple[float | None, float | None]:
+    """95% percentile interval of the ROC AUC (stratified bootstrap)."""
+    return _stratified_bootstrap(labels, scores, roc_auc, n_boot, seed)
+
+
+def bootstrap_tpr_ci(labels: Sequence[int], scores: Sequence[float], fpr: float, *,
+                     n_boot: int = 1000, seed: int = 0) -> tuple[float | None, float | None]:
+    """95% percentile interval of TPR at ``fpr`` (stratified bootstrap)."""
+    return _stratified_bootstrap(labels, scores, lambda y, s: tpr_at_fpr(y, s, fpr),
+                                 n_boot, seed)
+
+
+def roc_points(labels: Sequence[int], scores: Sequence[float]) -> dict[str, Any]:
+    """The ROC curve (FPR, TPR, threshold) for plotting."""
+    from sklearn.metrics import roc_curve
+
+    fpr, tpr, thr = roc_curve(list(labels), list(scores))
+    return {"fpr": fpr.tolist(), "tpr": tpr.tolist(),
+            "thresholds": [float(t) if np.isfinite(t) else None for t in thr]}

@@ -1,0 +1,120 @@
+"""``recitation detect``: membership detection from the command line (thin: builds a run
+config for the ``detect`` job, reports the calls it will make, runs it, stores verdicts)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+EXAMPLES = """examples:
+  recitation detect --members kjv:famous --controls builtin:kjv-pastiche --outputs 5
+  recitation detect --members humaneval:0-19 --controls builtin:fresh-code --detectors pearl
+  recitation detect --model gpt-4o-mini --backend openai --members my.jsonl \\
+      --controls fresh.jsonl --detectors pearl --estimate-only
+"""
+
+
+def add_detect_parser(sub: Any) -> None:
+    p = sub.add_parser("detect", help="membership detection: PEARL and white-box scores, "
+                       "calibrated on controls", epilog=EXAMPLES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="smollm2", help="model spec (default: embedded SmolLM2)")
+    p.add_argument("--backend", default="local", choices=["local", "openai", "anthropic"])
+    p.add_argument("--base-url", default=None)
+    p.add_argument("--api-key-env", default=None, help="NAME of the env var holding the key")
+    p.add_argument("--members", action="append", default=None, metavar="SRC",
+                   help="audited samples: PATH.jsonl | PATH.txt | book:PATH | kjv:famous | "
+                   "kjv:REF;REF | humaneval[:A-B] | builtin:NAME (repeatable; "
+                   "default kjv:famous)")
+    p.add_argument("--controls", action="append", default=None, metavar="SRC",
+                   help="text the model cannot have seen, same sources "
+                   "(default builtin:kjv-pastiche)")
+    p.add_argument("--limit", type=int, default=None, help="samples per source")
+    p.add_argument("--detectors", nargs="+", default=["pearl", "whitebox"],
+                   choices=["pearl", "whitebox"])
+    p.add_argument("--perturbations", nargs="+", default=["bitflip", "synonym"])
+    p.add_argument("--task", default="auto", choices=["auto", "completion", "summarization"])
+    p.add_argument("--mode", default="completion", choices=["completion", "chat"])
+    p.add_argument("--outputs", type=int, default=10, help="outputs per intensity (i)")
+    p.add_argument("--max-intensity", type=int, default=5)
+    p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--gfd-tau", type=float, default=0.2)
+    p.add_argument("--reference-model", default=None, help="second model for 'reference'")
+    p.add_argument("--reference-backend", default="local",
+                   choices=["local", "openai", "anthropic"])
+    p.add_argument("--reference-prefix", default="", help='e.g. "<bos>" for Gemma')
+    p.add_argument("--target-fpr", type=float, default=0.05)
+    p.add_argument("--unlabelled", action="store_true",
+                   help="audited samples are not known members: no AUC / TPR")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples")
+    p.add_argument("--budget-tokens", type=int, default=None)
+    p.add_argument("--budget-dollars", type=float, default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--concurrency", type=int, default=1)
+    p.add_argument("--no-cache", action="store_true")
+    p.add_argument("--estimate-only", action="store_true",
+                   help="print the calls and cost the run would need, and stop")
+    p.add_argument("--runs-dir", type=Path, default=None)
+    p.set_defaults(func=cmd_detect)
+
+
+def _params(args: argparse.Namespace) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "members": args.members or ["kjv:famous"],
+        "controls": args.controls or ["builtin:kjv-pastiche"],
+        "limit": args.limit, "detectors": args.detectors,
+        "perturbations": args.perturbations, "task": args.task, "mode": args.mode,
+        "outputs": args.outputs, "max_intensity": args.max_intensity,
+        "temperature": args.temperature, "gfd_tau": args.gfd_tau,
+        "target_fpr": args.target_fpr, "labelled": not args.unlabelled,
+        "n_bootstrap": args.bootstrap, "reference_prefix": args.reference_prefix,
+    }
+    if args.reference_model:
+        params["reference_model"] = {"backend": args.reference_backend,
+                                     "model": args.reference_model}
+    return params
+
+
+def build_config(args: argparse.Namespace) -> Any:
+    from recitation.runs.config import parse_config
+
+    model: dict[str, Any] = {"backend": args.backend, "model": args.model,
+                             "base_url": args.base_url, "api_key_env": args.api_key_env,
+                             "batch_size": args.batch_size, "concurrency": args.concurrency}
+    return parse_config({
+        "job": "detect", "name": "detect", "seed": args.seed, "model": model,
+        "budget": {"max_tokens": args.budget_tokens, "max_dollars": args.budget_dollars},
+        "cache": not args.no_cache, "params": _params(args)}, source="detect")
+
+
+def cmd_detect(args: argparse.Namespace) -> int:
+    from recitation.cli import _execute, console
+    from recitation.detect.report import estimate_calls, finalize_run
+    from recitation.runs.jobs import make_job
+    from recitation.runs.runner import create_run
+
+    cfg = build_config(args)
+    job = make_job("detect", cfg.params, cfg.seed)
+    est = estimate_calls(job, cfg)  # type: ignore[arg-type]
+    if args.backend == "local":
+        cost = "$0 (local model)"
+    elif est["priced"]:
+        cost = f"${est['estimated_cost_usd']:.4f}"
+    else:
+        cost = "unknown (model not in the price table; add it under 'prices')"
+    console.print(
+        f"detect on {args.backend}/{args.model}: {est['samples']} samples -> "
+        f"{est['model_calls']} model calls ({est['generate_calls']} generations, "
+        f"{est['score_calls']} scorings, {est['reference_score_calls']} reference scorings); "
+        f"about {est['input_tokens']} input and at most {est['output_tokens']} output tokens; "
+        f"estimated cost {cost}")
+    if args.estimate_only:
+        return 0
+    run_dir = create_run(cfg, args.runs_dir)
+    code = _execute(run_dir)
+    report = finalize_run(run_dir)
+    console.print(f"scores: results table; calibrated verdicts: meta 'detect_report' in "
+                  f"{run_dir / 'run.sqlite'} ({len(report['detectors'])} detectors)")
+    return code

@@ -1,0 +1,224 @@
+"""The ``detect`` job: PEARL and white-box membership scores for audited samples and
+controls, stored per sample; calibration and verdicts over the stored records.
+
+One work item per sample (members first, then controls). A chunk of items is processed with
+one batched ``generate`` call (every sample x perturbation x intensity x output of the chunk)
+and one batched ``score`` call (texts and their lower-cased forms); a reference model, when
+configured, gets one more ``score`` call. Every call goes through the run's
+:class:`~recitation.models.managed.ManagedModel` (cache, run store, retries, budget): the
+reference backend is wrapped in a ManagedModel sharing the run's store, cache and budget.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from recitation.detect.pearl import (
+    PearlSettings,
+    RequestPool,
+    SamplePlan,
+    TaskInput,
+    make_task,
+    plan_sample,
+    score_plan,
+)
+from recitation.detect.perturb import ALL_PERTURBATIONS, Perturb, get_perturbation
+from recitation.detect.samples import Sample, load_samples
+from recitation.detect.whitebox import DetectorScore, whitebox_scores
+from recitation.errors import ConfigError
+from recitation.models.base import Model, TokenScores
+from recitation.runs.config import ModelConfig
+from recitation.runs.jobs import Job, Table, WorkItem
+
+log = logging.getLogger(__name__)
+
+DETECTORS = ("pearl", "whitebox")
+
+
+class DetectParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    members: list[str] = Field(default_factory=lambda: ["kjv:famous"])
+    controls: list[str] = Field(default_factory=lambda: ["builtin:kjv-pastiche"])
+    limit: int | None = Field(None, ge=1)  # samples per source
+    passage_words: int = Field(60, ge=8)
+    detectors: list[Literal["pearl", "whitebox"]] = Field(default_factory=lambda: list(DETECTORS))
+    task: Literal["auto", "completion", "summarization"] = "auto"
+    mode: Literal["completion", "chat"] = "completion"
+    perturbations: list[str] = Field(default_factory=lambda: ["bitflip", "synonym"])
+    max_intensity: int = Field(5, ge=1, le=100)
+    outputs: int = Field(10, ge=1)
+    temperature: float = Field(0.7, ge=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+    max_new_tokens: int | None = Field(None, ge=1)
+    gfd_tau: float = Field(0.2, ge=0)
+    reference_model: ModelConfig | None = None
+    reference_prefix: str = ""  # e.g. "<bos>" for reference models that need a BOS token
+    target_fpr: float = Field(0.05, gt=0, lt=1)
+    labelled: bool = True  # the audited samples are known members: report AUC / TPR
+    n_bootstrap: int = Field(1000, ge=0)
+
+    @field_validator("perturbations")
+    @classmethod
+    def _known(cls, v: list[str]) -> list[str]:
+        bad = [p for p in v if p not in ALL_PERTURBATIONS]
+        if bad:
+            raise ValueError(f"unknown perturbation(s) {bad}; choose from {list(ALL_PERTURBATIONS)}")
+        return v
+
+    def pearl_settings(self) -> PearlSettings:
+        return PearlSettings(tuple(self.perturbations), self.max_intensity, self.outputs,
+                             self.temperature, self.top_p, self.max_new_tokens, self.gfd_tau,
+                             self.mode)
+
+
+class _HFTokenizer:
+    """Adapts a transformers tokenizer to :class:`recitation.detect.perturb.Tokenizer`."""
+
+    def __init__(self, tok: Any) -> None:
+        self._tok = tok
+        self.vocab_size = len(tok)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._tok.encode(text, add_special_tokens=False))
+
+    def decode(self, ids: list[int]) -> str:
+        return str(self._tok.decode(ids, skip_special_tokens=True))
+
+
+def model_tokenizer(model: Model) -> _HFTokenizer | None:
+    """The tokenizer of a local backend (through a ManagedModel), else None."""
+    inner = getattr(model, "inner", model)
+    load = getattr(inner, "load", None)
+    if getattr(inner, "backend", "") != "local" or load is None:
+        return None
+    return _HFTokenizer(load().tokenizer)
+
+
+class DetectJob(Job):
+    name = "detect"
+    description = "PEARL perturbation sensitivity and white-box membership scores, calibrated"
+    Params = DetectParams
+    params: DetectParams
+    _reference: Model | None = None
+
+    def samples(self) -> list[Sample]:
+        p = self.params
+        out: list[Sample] = []
+        for spec in p.members:
+            out += load_samples(spec, "member", limit=p.limit, passage_words=p.passage_words)
+        for spec in p.controls:
+            out += load_samples(spec, "control", limit=p.limit, passage_words=p.passage_words)
+        return out
+
+    def items(self) -> list[WorkItem]:
+        return [WorkItem(f"{s.label}:{s.id}", s.to_dict()) for s in self.samples()]
+
+    def task_input(self, s: Sample) -> TaskInput:
+        task = s.task if self.params.task == "auto" else self.params.task
+        if task == "summarization" or s.task != "code":
+            return make_task(task, s.text)
+        return make_task(task, s.text, prompt=s.prompt, reference=s.reference)
+
+    def perturbations(self, model: Model | None) -> dict[str, Perturb]:
+        """The perturbation functions; without a model (call estimates) the token-level bit
+        flip is stood in for by the byte-level one (same number of calls)."""
+        names = self.params.perturbations
+        if model is None:
+            return {n: get_perturbation("bitflip" if n == "bitflip_tokens" else n)
+                    for n in names}
+        tok = model_tokenizer(model) if "bitflip_tokens" in names else None
+        return {n: get_perturbation(n, tok) for n in names}
+
+    def plan(self, samples: list[Sample], model: Model | None
+             ) -> tuple[RequestPool, dict[str, SamplePlan], dict[str, str]]:
+        """All PEARL requests of these samples in one deduplicated pool."""
+        pool, plans, errors = RequestPool(), {}, {}
+        perts = self.perturbations(model)
+        settings = self.params.pearl_settings()
+        for s in samples:
+            try:
+                plans[s.id] = plan_sample(pool, s.id, self.task_input(s), perts, settings,
+                                          self.seed)
+            except ValueError as e:
+                errors[s.id] = f"pearl: {e}"
+        return pool, plans, errors
+
+    async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
+        samples = [Sample.from_dict(it.payload) for it in items]
+        records: dict[str, dict[str, Any]] = {
+            s.id: {"sample": s.to_dict(), "scores": [], "errors": []} for s in samples}
+        if "whitebox" in self.params.detectors:
+            await self._whitebox(samples, model, records)
+        if "pearl" in self.params.detectors:
+            await self._pearl(samples, model, records)
+        return [records[s.id] for s in samples]
+
+    async def _whitebox(self, samples: list[Sample], model: Model,
+                        records: dict[str, dict[str, Any]]) -> None:
+        if not model.capabilities.logprobs:
+            for s in samples:
+                records[s.id]["errors"].append(
+                    f"whitebox: backend '{model.backend}' returns no token log-probabilities")
+            return
+        texts = [s.text for s in samples]
+        scored = await model.score(texts + [t.lower() for t in texts])
+        ref: list[TokenScores] | None = None
+        if self.params.reference_model is not None:
+            if self._reference is None:
+                self._reference = reference_model(self.params.reference_model, model)
+            prefix = self.params.reference_prefix
+            ref = await self._reference.score([prefix + t for t in texts])
+        n = len(samples)
+        for i, s in enumerate(samples):
+            try:
+                ds = whitebox_scores(s.id, s.text, scored[i], scored[n + i],
+                                     ref[i] if ref else None)
+            except ValueError as e:
+                records[s.id]["errors"].append(f"whitebox: {e}")
+                continue
+            records[s.id]["scores"] += [d.to_dict() for d in ds]
+            records[s.id]["n_tokens"] = len(scored[i].tokens)
+
+    async def _pearl(self, samples: list[Sample], model: Model,
+                     records: dict[str, dict[str, Any]]) -> None:
+        pool, plans, errors = self.plan(samples, model)
+        for sid, err in errors.items():
+            records[sid]["errors"].append(err)
+        gens = await model.generate(pool.requests)
+        texts = [g.text for g in gens]
+        settings = self.params.pearl_settings()
+        for sid, plan in plans.items():
+            res = score_plan(plan, texts, settings)
+            records[sid]["pearl"] = res
+            for pert in settings.perturbations:
+                for stat in ("sensitivity", "gfd", "s_m"):
+                    records[sid]["scores"].append(DetectorScore(
+                        sid, f"pearl_{pert}_{stat}", float(res[pert][stat]), True).to_dict())
+
+    def summarize(self, records: list[tuple[str, dict[str, Any]]]) -> Table:
+        from recitation.detect.report import build_report, report_table
+
+        return report_table(build_report([r for _, r in records], self.params, self.seed))
+
+
+def reference_model(cfg: ModelConfig, target: Model) -> Model:
+    """The reference backend, managed like the target (same store, cache and budget)."""
+    from recitation.models.managed import Limits, ManagedModel, RetryPolicy
+    from recitation.models.registry import build_backend
+
+    inner = build_backend(cfg)
+    if not isinstance(target, ManagedModel):
+        return inner
+    if inner.identity() == target.identity():
+        raise ConfigError("params.reference_model: the reference model must differ from the "
+                          "audited model")
+    return ManagedModel(
+        inner, store=target.store, cache=target.cache,
+        retry=RetryPolicy(max_attempts=cfg.max_attempts, base_delay=cfg.retry_base_delay),
+        limits=Limits(concurrency=cfg.concurrency, batch_size=cfg.batch_size,
+                      requests_per_minute=cfg.requests_per_minute,
+                      tokens_per_minute=cfg.tokens_per_minute),
+        budget=target.budget, prices=target.prices)

@@ -1,0 +1,165 @@
+"""Turn stored detect records into calibrated verdicts and metrics; estimate a run's calls.
+
+``build_report`` is pure (records in, JSON-serializable report out); ``finalize_run`` writes
+the report into the run store (meta key ``detect_report``; shift warnings also as events),
+so scores (per item, in ``results``) and verdicts (in ``meta``) both live in the run store.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from recitation.detect.calibrate import (
+    calibrate,
+    fpr_curve,
+    labelled_metrics,
+    length_baseline_auc,
+    oriented,
+    shift_guard,
+    verdicts,
+)
+from recitation.runs.jobs import Table
+
+if TYPE_CHECKING:
+    from recitation.detect.job import DetectJob, DetectParams
+    from recitation.runs.config import RunConfig
+
+log = logging.getLogger(__name__)
+
+
+def _by_detector(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = defaultdict(
+        lambda: {"member": {}, "control": {}, "higher_means_member": True})
+    for rec in records:
+        label = rec["sample"]["label"]
+        for s in rec.get("scores", []):
+            if not math.isfinite(s["score"]):
+                continue
+            d = out[s["detector"]]
+            d["higher_means_member"] = s["higher_means_member"]
+            d[label][s["sample_id"]] = oriented(s["score"], s["higher_means_member"])
+    return dict(out)
+
+
+def _detector_report(name: str, d: dict[str, Any], texts: dict[str, str],
+                     params: DetectParams, seed: int) -> dict[str, Any]:
+    members, controls = d["member"], d["control"]
+    rep: dict[str, Any] = {"detector": name, "higher_means_member": d["higher_means_member"],
+                           "n_members": len(members), "n_controls": len(controls)}
+    if not controls:
+        rep["error"] = "no control scores: cannot calibrate"
+        return rep
+    cal = calibrate(list(controls.values()), params.target_fpr)
+    rep["calibration"] = {"threshold_oriented": cal.threshold, "target_fpr": cal.target_fpr,
+                          "achieved_fpr": cal.achieved_fpr, "n_controls": cal.n_controls,
+                          "fpr_resolution": cal.resolution}
+    rep["fpr_curve"] = fpr_curve(list(controls.values()))
+    rep["verdicts"] = verdicts(members, cal)
+    rep["flagged"] = sum(v["member"] for v in rep["verdicts"])
+    if params.labelled and members and len(controls) >= 2:
+        rep["labelled"] = labelled_metrics(list(members.values()), list(controls.values()),
+                                           n_boot=params.n_bootstrap, seed=seed)
+        rep["length_baseline_auc"] = length_baseline_auc(
+            [texts[s] for s in members], [texts[s] for s in controls])
+    return rep
+
+
+def build_report(records: list[dict[str, Any]], params: DetectParams,
+                 seed: int = 0) -> dict[str, Any]:
+    texts = {r["sample"]["id"]: r["sample"]["text"] for r in records}
+    member_texts = [r["sample"]["text"] for r in records if r["sample"]["label"] == "member"]
+    control_texts = [r["sample"]["text"] for r in records if r["sample"]["label"] == "control"]
+    report: dict[str, Any] = {"target_fpr": params.target_fpr, "n_members": len(member_texts),
+                              "n_controls": len(control_texts), "detectors": {}}
+    if member_texts and len(control_texts) >= 2:
+        report["shift"] = shift_guard(member_texts, control_texts, seed=seed)
+    for name, d in sorted(_by_detector(records).items()):
+        report["detectors"][name] = _detector_report(name, d, texts, params, seed)
+    report["errors"] = {r["sample"]["id"]: r["errors"] for r in records if r.get("errors")}
+    return report
+
+
+def _fmt_ci(x: Any) -> str:
+    if not x or x[0] is None:
+        return ""
+    return f"[{x[0]:.2f}, {x[1]:.2f}]"
+
+
+def report_table(report: dict[str, Any]) -> Table:
+    rows = []
+    for name, r in report["detectors"].items():
+        lab = r.get("labelled", {})
+        cal = r.get("calibration", {})
+        rows.append([
+            name, "higher" if r["higher_means_member"] else "lower",
+            f"{lab['auc']:.3f} {_fmt_ci(lab.get('auc_ci'))}" if lab else "-",
+            f"{lab['tpr_at_1pct_fpr']:.2f}" if lab else "-",
+            f"{lab['tpr_at_5pct_fpr']:.2f} {_fmt_ci(lab.get('tpr_at_5pct_fpr_ci'))}" if lab
+            else "-",
+            f"{r['length_baseline_auc']:.2f}" if "length_baseline_auc" in r else "-",
+            f"{r.get('flagged', 0)}/{r['n_members']}",
+            f"{cal['achieved_fpr']:.3f}" if cal else r.get("error", "-"),
+        ])
+    head = [f"{report['n_members']} audited samples, {report['n_controls']} controls; verdicts "
+            f"at target FPR {report['target_fpr']:.0%} (calibrated on the controls)"]
+    shift = report.get("shift", {})
+    if shift:
+        fa = shift["feature_auc"]
+        head.append("blind baselines (AUC): " + ", ".join(
+            f"{k} {v:.2f}" for k, v in fa.items() if v is not None))
+        head += [f"WARNING: {w}" for w in shift["warnings"]]
+    if report.get("errors"):
+        head.append(f"{len(report['errors'])} sample(s) with detector errors (see the report)")
+    return Table("Membership detection", ["detector", "member if", "ROC AUC [95% CI]",
+                                          "TPR@1%FPR", "TPR@5%FPR [CI]", "length AUC",
+                                          "flagged", "FPR on controls"], rows, head)
+
+
+def finalize_run(run_dir: Path) -> dict[str, Any]:
+    """Build the report from a detect run's stored records and store it in the run."""
+    from recitation.runs.config import parse_config
+    from recitation.runs.jobs import make_job
+    from recitation.runs.store import RunStore
+
+    with RunStore(run_dir) as store:
+        cfg = parse_config(store.get_meta("config"), source=f"{run_dir} config")
+        job = make_job(cfg.job, cfg.params, cfg.seed)
+        records = [r for _, r in store.results(job.name)]
+        report = build_report(records, job.params, cfg.seed)  # type: ignore[attr-defined]
+        store.set_meta("detect_report", report)
+        for w in report.get("shift", {}).get("warnings", []):
+            store.log_event("warning", w)
+    return report
+
+
+def estimate_calls(job: DetectJob, cfg: RunConfig, *, logprobs: bool = True) -> dict[str, Any]:
+    """Model calls, tokens and cost a run of ``job`` will need (before any call is made)."""
+    from recitation.models.pricing import Price, PriceTable
+
+    samples = job.samples()
+    p = job.params
+    out: dict[str, Any] = {"samples": len(samples), "generate_calls": 0, "score_calls": 0,
+                           "reference_score_calls": 0, "input_tokens": 0, "output_tokens": 0}
+    if "pearl" in p.detectors:
+        pool, _, _ = job.plan(samples, None)
+        out["generate_calls"] = len(pool.requests)
+        for r in pool.requests:
+            text = r.prompt or "".join(m.content for m in r.messages or ())
+            out["input_tokens"] += max(1, len(text) // 4)
+            out["output_tokens"] += r.max_tokens
+    if "whitebox" in p.detectors and logprobs:
+        out["score_calls"] = 2 * len(samples)
+        out["input_tokens"] += 2 * sum(max(1, len(s.text) // 4) for s in samples)
+        if p.reference_model is not None:
+            out["reference_score_calls"] = len(samples)
+    table = PriceTable({k: Price(v.input, v.output) for k, v in cfg.prices.items()})
+    out["model_calls"] = (out["generate_calls"] + out["score_calls"]
+                          + out["reference_score_calls"])
+    out["estimated_cost_usd"] = table.cost(cfg.model.model, out["input_tokens"],
+                                           out["output_tokens"])
+    out["priced"] = table.lookup(cfg.model.model) is not None
+    return out

