@@ -193,3 +193,56 @@ def find_extraction_files(root: str | Path) -> list[ExtractionFile]:
         raise CorpusError(f"EchoTrace folder not found: {base}")
     files = sorted(base.rglob("Extractions/*_extraction_*.json"))
     return [parse_extraction_path(f) for f in files]
+
+
+def _as_text(raw: Any) -> str:
+    if isinstance(raw, dict):
+        return str(raw.get("text") or "").strip()
+    return str(raw or "").strip()
+
+
+def refinements(event: Event) -> dict[int, str]:
+    """The feedback-loop attempts ``simple_agent_extraction_refined_<i>`` by index."""
+    agent = (event.extra.get("LLM_completions") or {}).get("Agent_Extraction") or {}
+    found: dict[int, str] = {}
+    for key, value in agent.items():
+        m = _REFINED.match(key)
+        if m:
+            found[int(m.group(1))] = _as_text(value)
+    return found
+
+
+def candidate_text(event: Event, method: str) -> str:
+    """The text the RECAP release scores for ``method`` on this event ("" if none).
+
+    Selection as released: ``simple_agent_jailbreak`` falls back to the plain extraction;
+    ``refined_best`` is the *last* (highest-numbered) refinement -- not the attempt with the
+    highest ROUGE-L, despite the name -- else the jailbreak or plain extraction;
+    ``refined_first`` is refinement 1, else 0, else the jailbreak or plain extraction;
+    ``refined_best_no_jail`` is the plain extraction when a jailbreak was used, else as
+    ``refined_best`` without the jailbreak fallback. Texts are stripped; a blocked
+    extraction is scored as its literal ``MODEL_RESPONSE_BLOCKED`` text.
+    """
+    llm = event.extra.get("LLM_completions") or {}
+    agent = llm.get("Agent_Extraction") or {}
+    plain = agent.get("simple_agent_extraction")
+    jail_or_plain = agent.get("simple_agent_jailbreak", plain)
+    refined = refinements(event)
+    if method == "prefix-probing":
+        return _as_text(llm.get("prefix-probing"))
+    if method == "simple_agent_extraction":
+        return _as_text(plain)
+    if method == "simple_agent_jailbreak":
+        return _as_text(jail_or_plain)
+    if method == "simple_agent_extraction_refined_best":
+        return refined[max(refined)] if refined else _as_text(jail_or_plain)
+    if method == "simple_agent_extraction_refined_first":
+        for i in (1, 0):
+            if i in refined:
+                return refined[i]
+        return _as_text(jail_or_plain)
+    if method == "simple_agent_extraction_refined_best_no_jail":
+        if "simple_agent_jailbreak" in agent:
+            return _as_text(plain)
+        return refined[max(refined)] if refined else _as_text(plain)
+    raise CorpusError(f"unknown RECAP method {method!r}; known: {', '.join(RECAP_METHODS)}")

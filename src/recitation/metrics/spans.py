@@ -18,12 +18,25 @@ Two modes:
     the same candidate spans, then kept greedily from the longest down, dropping any span
     that overlaps an already kept one on the gold side: each gold token is counted once.
 
-Tokenization differs between modes by default: ``"recap-compat"`` keeps the release's
-normalization exactly (lower-case; whitespace collapsed; ``" ' — – … . , ; : ! ? -``
-deleted; NLTK word tokens), under which typographic quotes (’ “ ”) survive as tokens;
-``"dedup"`` first folds typographic quotes to ASCII so they are deleted as well, which
-keeps a model's straight apostrophes from counting as mismatches against curly ones.
-Differences are measured in docs/reproduction.md.
+Tokens (:func:`span_tokens`) come in three profiles. All lower-case, collapse whitespace,
+delete a set of punctuation, then split with NLTK 3.8.1's ``word_tokenize`` rules
+(:func:`recitation.corpus.tokenize.legacy_word_tokenize`, pinned so counts do not move with
+NLTK releases):
+
+``"recap-v1"``
+    deletes straight quotes, dashes, ellipses and ``. , ; : ! ?``; typographic quotes
+    (’ “ ”) survive as tokens. The first revision of the released code; it produced the
+    released metrics of A Christmas Carol, Grimms' Fairy Tales and Tom Sawyer.
+``"recap-v2"``
+    deletes typographic quotes and the straight double quote but keeps the straight
+    apostrophe, so a model's ``don't`` never matches the gold ``don’t``. The later
+    revision; it produced the released metrics of the other books.
+``"folded"`` (default outside recap-compat)
+    maps typographic quotes to ASCII first, then deletes as ``"recap-v1"``: quote style
+    never causes a mismatch.
+
+The revision behind a released Metrics file is recognizable by its report's file name
+(:func:`recitation.evaluate.release_revision`). docs/reproduction.md has the numbers.
 """
 
 from __future__ import annotations
@@ -34,12 +47,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from recitation.corpus.tokenize import word_tokenize
+from recitation.corpus.tokenize import legacy_word_tokenize
 
 SpanMode = Literal["recap-compat", "dedup"]
+TokenProfile = Literal["recap-v1", "recap-v2", "folded"]
+TOKEN_PROFILES: tuple[str, ...] = ("recap-v1", "recap-v2", "folded")
 
 _WS = re.compile(r"\s+")
-_RECAP_DELETE = re.compile(r"[\"'—–….,;:!?-]")
+_DELETE = {
+    "recap-v1": re.compile("[\"'\u2014\u2013\u2026.,;:!?-]"),
+    "recap-v2": re.compile("[\u201c\u201d\u2018\u2019\"\u2014\u2013\u2026.,;:!?-]"),
+}
+_DELETE["folded"] = _DELETE["recap-v1"]
 _TYPOGRAPHIC = str.maketrans(
     {
         "\u2018": "'",
@@ -85,14 +104,21 @@ class SpanStats:
         return max(self.lengths) if self.lengths else 0
 
 
-def span_tokens(text: str, *, fold_typography: bool = False) -> list[str]:
-    """Normalized word tokens as the RECAP release makes them (see module docstring)."""
+def default_profile(mode: SpanMode) -> TokenProfile:
+    """``"recap-v2"`` (the later released revision) for recap-compat, else ``"folded"``."""
+    return "recap-v2" if mode == "recap-compat" else "folded"
+
+
+def span_tokens(text: str, *, profile: TokenProfile = "folded") -> list[str]:
+    """Normalized word tokens for span matching (profiles: see the module docstring)."""
+    if profile not in _DELETE:
+        raise ValueError(f"unknown token profile {profile!r}; use one of {TOKEN_PROFILES}")
     t = text.lower()
-    if fold_typography:
+    if profile == "folded":
         t = t.translate(_TYPOGRAPHIC)
     t = _WS.sub(" ", t)
-    t = _RECAP_DELETE.sub("", t)
-    return word_tokenize(t.strip())
+    t = _DELETE[profile].sub("", t)
+    return legacy_word_tokenize(t.strip())
 
 
 def matching_blocks(gold: Sequence[str], cand: Sequence[str]) -> list[tuple[int, int, int]]:
@@ -172,12 +198,16 @@ def verbatim_passages(
     min_tokens: int = 40,
     max_mismatches: int = 5,
     mode: SpanMode = "dedup",
+    profile: TokenProfile | None = None,
 ) -> SpanStats:
-    """Spans and 40-token passages of ``candidate`` found verbatim in ``gold``."""
-    fold = mode != "recap-compat"
+    """Spans and 40-token passages of ``candidate`` found verbatim in ``gold``.
+
+    ``profile`` defaults to :func:`default_profile` of the mode.
+    """
+    prof = profile or default_profile(mode)
     spans = find_spans(
-        span_tokens(gold, fold_typography=fold),
-        span_tokens(candidate, fold_typography=fold),
+        span_tokens(gold, profile=prof),
+        span_tokens(candidate, profile=prof),
         min_tokens=min_tokens,
         max_mismatches=max_mismatches,
         mode=mode,
@@ -192,11 +222,12 @@ def mismatch_sweep(
     budgets: Iterable[int] = range(6),
     min_tokens: int = 40,
     mode: SpanMode = "dedup",
+    profile: TokenProfile | None = None,
 ) -> dict[int, SpanStats]:
     """:func:`verbatim_passages` for each mismatch budget (RECAP Appendix R), one diff."""
-    fold = mode != "recap-compat"
-    g = span_tokens(gold, fold_typography=fold)
-    c = span_tokens(candidate, fold_typography=fold)
+    prof = profile or default_profile(mode)
+    g = span_tokens(gold, profile=prof)
+    c = span_tokens(candidate, profile=prof)
     blocks = matching_blocks(g, c)
     return {
         n: span_stats(
