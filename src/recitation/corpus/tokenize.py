@@ -132,9 +132,8 @@ def _legacy_lang_vars() -> Any:
 
         @property
         def _re_non_word_chars(self) -> str:
-            return r"(?:[)\";}\]\*:@\'\({\[%s])" % re.escape(
-                "".join(set(self.sent_end_chars) - {"."})
-            )
+            ends = re.escape("".join(set(self.sent_end_chars) - {"."}))
+            return r"(?:[)\";}\]\*:@\'\({\[" + ends + "])"
 
     return LegacyPunktLanguageVars()
 

@@ -15,7 +15,7 @@ from rapidfuzz.distance import Levenshtein
 def longest_common_prefix(reference: Sequence[Hashable], candidate: Sequence[Hashable]) -> int:
     """Number of leading tokens the two sequences share."""
     n = 0
-    for a, b in zip(reference, candidate):
+    for a, b in zip(reference, candidate, strict=False):
         if a != b:
             break
         n += 1
@@ -39,3 +39,19 @@ def edit_similarity(reference: Sequence[Hashable], candidate: Sequence[Hashable]
     if longest == 0:
         return 1.0
     return 1.0 - edit_distance(reference, candidate) / longest
+
+
+def helm_copyright_metrics(reference: str, completion: str) -> dict[str, float]:
+    """HELM's three copyright metrics on whitespace tokens of two strings.
+
+    The reference is cut to the completion's length first (:func:`truncate_reference`), as
+    HELM does; returns ``longest_common_prefix``, ``edit_distance`` and
+    ``edit_similarity``.
+    """
+    cand = completion.split()
+    ref = truncate_reference(reference.split(), cand)
+    return {
+        "longest_common_prefix": float(longest_common_prefix(ref, cand)),
+        "edit_distance": float(edit_distance(ref, cand)),
+        "edit_similarity": edit_similarity(ref, cand),
+    }
