@@ -3,7 +3,8 @@ toolkit's one implementation of ROC AUC, TPR at FPR and thresholds at a target F
 
 This module only adapts call shapes and adds what is specific to detection: a *stratified*
 bootstrap (members and controls resampled separately, so every resample has both classes)
-of AUC and TPR, and the ROC curve points for reports (scikit-learn's ``roc_curve``).
+of AUC and TPR (``metrics.stats.bootstrap_ci`` resamples one sample; a two-class AUC needs
+both classes in every resample).
 """
 
 from __future__ import annotations
@@ -69,9 +70,7 @@ def bootstrap_tpr_ci(labels: Sequence[int], scores: Sequence[float], fpr: float,
 
 
 def roc_points(labels: Sequence[int], scores: Sequence[float]) -> dict[str, Any]:
-    """The ROC curve (FPR, TPR, threshold) for plotting."""
-    from sklearn.metrics import roc_curve
-
-    fpr, tpr, thr = roc_curve(list(labels), list(scores))
+    """The ROC curve (FPR, TPR, threshold; "member iff score >= threshold") for plotting."""
+    fpr, tpr, thr = _m().roc_points(list(labels), list(scores))
     return {"fpr": fpr.tolist(), "tpr": tpr.tolist(),
             "thresholds": [float(t) if np.isfinite(t) else None for t in thr]}

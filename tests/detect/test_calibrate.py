@@ -1,0 +1,78 @@
+"""Calibration and labelled metrics against scikit-learn; the distribution-shift guard."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from recitation.detect.calibrate import (
+    calibrate,
+    fpr_curve,
+    labelled_metrics,
+    oriented,
+    shift_guard,
+    verdicts,
+)
+
+sklearn_metrics = pytest.importorskip("sklearn.metrics")
+
+
+def _data(seed: int = 0, n_pos: int = 60, n_neg: int = 80) -> tuple[list[float], list[float]]:
+    rng = np.random.default_rng(seed)
+    members = (rng.normal(1.0, 1.0, n_pos)).round(2).tolist()  # rounding makes ties
+    controls = (rng.normal(0.0, 1.0, n_neg)).round(2).tolist()
+    return members, controls
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_auc_tpr_and_roc_match_sklearn(seed: int) -> None:
+    members, controls = _data(seed)
+    y = [1] * len(members) + [0] * len(controls)
+    s = members + controls
+    got = labelled_metrics(members, controls, n_boot=200, seed=seed)
+    assert got["auc"] == pytest.approx(sklearn_metrics.roc_auc_score(y, s), abs=1e-12)
+    fpr, tpr, _ = sklearn_metrics.roc_curve(y, s, drop_intermediate=False)
+    for target in (0.01, 0.05):
+        want = tpr[fpr <= target + 1e-12].max()
+        assert got[f"tpr_at_{round(target * 100)}pct_fpr"] == pytest.approx(want)
+    assert got["roc"]["fpr"] == pytest.approx(fpr.tolist())
+    assert got["roc"]["tpr"] == pytest.approx(tpr.tolist())
+    lo, hi = got["auc_ci"]
+    assert lo <= got["auc"] <= hi and 0.5 < lo
+
+
+@pytest.mark.parametrize("target", [0.0, 0.01, 0.05, 0.1, 0.25])
+def test_threshold_at_target_fpr_is_checked_on_the_controls(target: float) -> None:
+    _, controls = _data(3, n_neg=100)
+    cal = calibrate(controls, target)
+    flagged = sum(c > cal.threshold for c in controls)
+    assert cal.achieved_fpr == flagged / 100 <= target + 1e-12
+    # sklearn's ROC (negatives only as the reference): the FPR at this operating point
+    y = [0] * len(controls) + [1]
+    fpr, _, thr = sklearn_metrics.roc_curve(y, controls + [1e9], drop_intermediate=False)
+    above = [f for f, t in zip(fpr, thr, strict=True) if t > cal.threshold]
+    assert max(above) == pytest.approx(cal.achieved_fpr)
+
+
+def test_fpr_curve_and_verdicts() -> None:
+    controls = [0.1, 0.2, 0.2, 0.9]
+    assert fpr_curve(controls) == [(0.9, 0.0), (0.2, 0.25), (0.1, 0.75)]
+    cal = calibrate(controls, 0.25)
+    assert cal.threshold == 0.2 and cal.achieved_fpr == 0.25 and cal.resolution == 0.25
+    vs = verdicts({"a": 0.5, "b": 0.2}, cal)
+    assert [v["member"] for v in vs] == [True, False]
+    assert all(v["fpr"] == 0.25 and v["target_fpr"] == 0.25 for v in vs)
+    assert oriented(2.0, False) == -2.0
+
+
+def test_shift_guard_warns_on_length_and_dates_but_not_on_matched_sets() -> None:
+    base = "the quick brown fox jumps over the lazy dog near the river bank"
+    members = [f"{base} {i}" for i in range(10)]
+    controls = [f"{base} on March {i} 2025 {base}" for i in range(10)]
+    out = shift_guard(members, controls)
+    assert out["feature_auc"]["length_words"] == 0.0
+    assert out["feature_auc"]["date_tokens"] == 0.0
+    assert any("length_words" in w for w in out["warnings"])
+    assert any("date_tokens" in w for w in out["warnings"])
+    same = shift_guard(members[:5], members[5:])
+    assert not [w for w in same["warnings"] if "length" in w or "date" in w]
