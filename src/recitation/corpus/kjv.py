@@ -10,7 +10,8 @@ from pathlib import Path
 
 from recitation.errors import CorpusError
 
-_REF = re.compile(r"^\s*(?P<book>(?:\d\s)?[A-Za-z ]+?)\s+(?P<ch>\d+):(?P<v1>\d+)(?:-(?P<v2>\d+))?\s*$")
+_REF = re.compile(
+    r"^\s*(?P<book>(?:\d\s)?[A-Za-z ]+?)\s+(?P<ch>\d+):(?P<v1>\d+)(?:-(?P<v2>\d+))?\s*$")
 
 
 def kjv_path() -> Path:
