@@ -81,12 +81,13 @@ async def test_score_matches_direct_logits(local_model: LocalModel) -> None:
             logp = torch.log_softmax(loaded.model(ids).logits[0, :-1].double(), -1)
         direct = logp.gather(-1, ids[0, 1:, None]).squeeze(-1)
         assert len(s.logprobs) == ids.shape[1] - 1 == len(s.tokens) - 1
-        assert max(abs(a - b) for a, b in zip(s.logprobs, direct.tolist())) < 1e-3
+        assert max(abs(a - b) for a, b in zip(s.logprobs, direct.tolist(), strict=True)) < 1e-3
         p = logp.exp()
         mu = (p * logp).sum(-1)
         sd = ((p * (logp - mu[:, None]) ** 2).sum(-1)).sqrt()
-        assert max(abs(a - b) for a, b in zip(s.mean_logprob or (), mu.tolist())) < 1e-3
-        assert max(abs(a - b) for a, b in zip(s.std_logprob or (), sd.tolist())) < 1e-3
+        mus, sds = s.mean_logprob or (), s.std_logprob or ()
+        assert max(abs(a - b) for a, b in zip(mus, mu.tolist(), strict=True)) < 1e-3
+        assert max(abs(a - b) for a, b in zip(sds, sd.tolist(), strict=True)) < 1e-3
         assert all(math.isfinite(x) for x in s.logprobs)
 
 

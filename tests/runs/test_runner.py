@@ -43,7 +43,7 @@ class CountJob(Job):
         reqs = [GenerationRequest(prompt=f"number {it.payload['i']}", max_tokens=2)
                 for it in items]
         gens = await model.generate(reqs)
-        return [{"i": it.payload["i"], "text": g.text} for it, g in zip(items, gens)]
+        return [{"i": it.payload["i"], "text": g.text} for it, g in zip(items, gens, strict=True)]
 
     def summarize(self, records: list[tuple[str, dict[str, Any]]]) -> Table:
         return Table("count", ["id", "text"], [[k, r["text"]] for k, r in records])

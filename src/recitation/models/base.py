@@ -198,7 +198,7 @@ class Model(abc.ABC):
         """What distinguishes this model's outputs (goes into every cache key)."""
         return {"backend": self.backend, "model": self.name}
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release resources (HTTP clients, ...)."""
 
 

@@ -102,7 +102,8 @@ class RateLimiter:
         async with self._lock:
             for cap, name in self._buckets:
                 if cap:
-                    await self._take(name, cap, min(float(requests if name == "req" else tokens), cap))
+                    amount = float(requests if name == "req" else tokens)
+                    await self._take(name, cap, min(amount, cap))
 
     async def _take(self, name: str, cap: float, amount: float) -> None:
         while True:
@@ -254,7 +255,8 @@ class ManagedModel(Model):
                         continue
                     self._record_failure(kind, idx, keys, payloads, e, attempt)
                     raise type(e)(
-                        f"{self.backend}/{self.name}: {kind} failed after {attempt} attempt(s): {e}",
+                        f"{self.backend}/{self.name}: {kind} failed after {attempt} "
+                        f"attempt(s): {e}",
                         status=e.status,
                     ) from e
                 latency = time.perf_counter() - t0

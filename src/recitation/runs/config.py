@@ -96,7 +96,8 @@ def format_validation_error(err: ValidationError, prefix: str = "") -> str:
 
 def parse_config(data: Any, *, source: str = "config") -> RunConfig:
     if not isinstance(data, dict):
-        raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
+        raise ConfigError(
+            f"{source}: expected a mapping at the top level, got {type(data).__name__}")
     try:
         return RunConfig.model_validate(data)
     except ValidationError as e:
