@@ -64,7 +64,7 @@ def _git_commit() -> str | None:
 def create_run(cfg: RunConfig, runs_dir: Path | None = None) -> Path:
     # Validate everything that can fail early (job params, backend, API key) before the run
     # directory exists, so a bad config leaves nothing behind.
-    make_job(cfg.job, cfg.params, cfg.seed)
+    make_job(cfg.job, cfg.params, cfg.seed).items()  # reads the inputs: errors surface now
     from recitation.models.registry import build_backend
 
     build_backend(cfg.model)
