@@ -140,3 +140,26 @@ def test_find_and_list_runs(count_job: None, tmp_path: Path) -> None:
     assert listed[0]["run_id"] == run_dir.name and listed[0]["status"] == "created"
     with RunStore(run_dir) as s:
         assert s.get_meta("versions")["recitation"]
+
+
+async def test_context_builds_a_second_model_sharing_store_and_budget(
+        count_job: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from recitation.runs.config import ModelConfig
+
+    patch_backend(monkeypatch, CountParams(n=2))
+    run_dir = runner.create_run(config(n=2), tmp_path)
+    seen = {}
+
+    async def run_items(self: CountJob, items: list[WorkItem], model: Model) -> Any:
+        assert self.context is not None
+        judge = self.context.model_for(ModelConfig(backend="scripted", model="judge"))
+        assert self.context.model_for(ModelConfig(backend="scripted", model="judge")) is judge
+        await judge.generate([GenerationRequest(prompt="number 99", max_tokens=2)])
+        seen["same_budget"] = judge.budget is model.budget  # type: ignore[attr-defined]
+        return [{"i": it.payload["i"], "text": "x"} for it in items]
+
+    monkeypatch.setattr(CountJob, "run_items", run_items)
+    out = await runner.execute(run_dir, use_cache=False)
+    assert out.status == "completed" and seen["same_budget"]
+    with RunStore(run_dir) as s:
+        assert s.call_totals()["calls"] == 1  # the judge's call is in the run store

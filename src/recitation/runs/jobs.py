@@ -11,12 +11,27 @@ import abc
 import difflib
 import importlib
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ValidationError
 
 from recitation.errors import ConfigError
 from recitation.models.base import Model
+
+if TYPE_CHECKING:
+    from recitation.runs.config import ModelConfig
+
+
+class RunContext(Protocol):
+    """What a running job may use besides its target model."""
+
+    run_dir: Path
+    seed: int
+
+    def model_for(self, config: ModelConfig) -> Model:
+        """A managed model for ``config`` sharing the run's store, cache and budget."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -43,6 +58,13 @@ class Job(abc.ABC):
     def __init__(self, params: BaseModel, seed: int) -> None:
         self.params = params
         self.seed = seed
+        self.context: RunContext | None = None
+
+    def bind(self, context: RunContext) -> None:
+        """Called by the runner before ``run_items``: gives the job its run's context, e.g.
+        to build a second model (helper, judge, reference) that shares the run store,
+        cache and budget: ``self.context.model_for(ModelConfig(...))``."""
+        self.context = context
 
     @abc.abstractmethod
     def items(self) -> list[WorkItem]:

@@ -29,7 +29,7 @@ from recitation import __version__
 from recitation.errors import BackendError, BudgetExceeded, ConfigError, StoreError
 from recitation.models.managed import CallStats, ManagedModel
 from recitation.models.registry import build_managed
-from recitation.runs.config import RunConfig, parse_config
+from recitation.runs.config import ModelConfig, RunConfig, parse_config
 from recitation.runs.jobs import Job, Table, WorkItem, make_job
 from recitation.runs.store import ResponseCache, RunStore, default_cache_path
 
@@ -115,12 +115,40 @@ async def execute(run_dir: Path, *, progress: Progress | None = None,
         want_cache = cfg.cache if use_cache is None else use_cache
         cache = ResponseCache(default_cache_path()) if want_cache else None
         model = build_managed(cfg, store=store, cache=cache)
+        context = _Context(run_dir, cfg, store, cache, model)
+        job.bind(context)
         try:
             return await _execute(run_dir, store, cfg, job, model, progress)
         finally:
-            await model.aclose()
+            await context.aclose()
             if cache is not None:
                 cache.close()
+
+
+class _Context:
+    """The runner's :class:`~recitation.runs.jobs.RunContext`."""
+
+    def __init__(self, run_dir: Path, cfg: RunConfig, store: RunStore,
+                 cache: ResponseCache | None, target: ManagedModel) -> None:
+        self.run_dir = run_dir
+        self.seed = cfg.seed
+        self._cfg, self._store, self._cache, self._target = cfg, store, cache, target
+        self._models: dict[str, ManagedModel] = {}
+
+    def model_for(self, config: ModelConfig) -> ManagedModel:
+        key = config.model_dump_json()
+        if key == self._cfg.model.model_dump_json():
+            return self._target
+        if key not in self._models:
+            m = build_managed(self._cfg.model_copy(update={"model": config}),
+                              store=self._store, cache=self._cache)
+            m.budget = self._target.budget  # one budget for the whole run
+            self._models[key] = m
+        return self._models[key]
+
+    async def aclose(self) -> None:
+        for m in [self._target, *self._models.values()]:
+            await m.aclose()
 
 
 def _chunk_size(cfg: RunConfig) -> int:
