@@ -24,7 +24,7 @@ from recitation.models.base import GenerationRequest, Message
 from recitation.models.local import LocalModel
 from recitation.models.openai_backend import OpenAIModel
 from recitation.models.scripted import ScriptedModel
-from recitation.serve import FaultAction, ServerHandle, start_server
+from recitation.serve import FaultAction, RequestInfo, ServerHandle, start_server
 
 KEY_ENV = "RECITATION_TEST_OPENAI_KEY"
 KEY = "sk-test-0123456789abcdef"
@@ -247,3 +247,24 @@ async def test_unreachable_server_is_a_connection_error(key: str) -> None:
         await m.generate([GenerationRequest(prompt="a", max_tokens=1)])
     await m.aclose()
     assert e.value.retryable and f"127.0.0.1:{port}" in str(e.value)
+
+
+async def test_switches_to_max_completion_tokens_when_asked(key: str) -> None:
+    """OpenAI's reasoning models reject max_tokens with a 400 naming the replacement."""
+    reject = FaultAction.json_body({"error": {
+        "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                   "Use 'max_completion_tokens' instead.", "type": "invalid_request_error",
+        "param": "max_tokens", "code": "unsupported_parameter"}}, 400)
+
+    def hook(info: RequestInfo) -> FaultAction | None:
+        return reject if info.body and "max_tokens" in info.body else None
+
+    with start_server(ScriptedModel(), fault_hook=hook) as h:
+        m = client_for(h)
+        req = [GenerationRequest.chat("one two three", max_tokens=2)]
+        assert (await m.generate(req))[0].text == "one two"
+        assert (await m.generate(req))[0].text == "one two"
+        await m.aclose()
+    sent = [i.body for i in h.received]
+    assert [("max_tokens" in b, b.get("max_completion_tokens")) for b in sent if b] == [
+        (True, None), (False, 2), (False, 2)]

@@ -15,7 +15,10 @@ API key
 Requests
     Chat requests go to ``chat.completions``, plain prompts to the legacy ``completions``
     endpoint; ``temperature``, ``top_p``, ``seed`` (when set), ``max_tokens``, ``stop`` and
-    ``logprobs`` are passed through. The SDK's own retries are off (``max_retries=0``):
+    ``logprobs`` are passed through. Chat calls send ``max_tokens`` (what vLLM, llama.cpp and
+    most compatible servers read); when a server answers HTTP 400 asking for
+    ``max_completion_tokens`` instead (OpenAI's reasoning models), the call is re-sent with
+    it, and this model keeps using it. The SDK's own retries are off (``max_retries=0``):
     :class:`~recitation.models.managed.ManagedModel` retries. Requests of one call run
     concurrently, at most ``max_concurrency`` at a time. Whether seeds make sampling
     reproducible depends on the server.
@@ -33,7 +36,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from recitation.errors import MalformedResponseError, MissingDependencyError, UnsupportedRequest
+from recitation.errors import (
+    BackendError,
+    MalformedResponseError,
+    MissingDependencyError,
+    UnsupportedRequest,
+)
 from recitation.models._sdk import (
     PerLoopClient,
     display_url,
@@ -79,6 +87,7 @@ class OpenAIModel(Model):
         self.server = display_url(base_url, DEFAULT_BASE_URL)
         self.__key = resolve_api_key(self.backend, api_key_env)
         self._clients: PerLoopClient[Any] = PerLoopClient(self._new_client, max_concurrency)
+        self._chat_limit_param = "max_tokens"
 
     def _new_client(self) -> Any:
         return self._openai.AsyncOpenAI(api_key=self.__key, base_url=self.base_url,
@@ -123,13 +132,28 @@ class OpenAIModel(Model):
             params["messages"] = [{"role": m.role, "content": m.content} for m in req.messages]
             if req.logprobs:
                 params["logprobs"] = True
-            reply = await self._call(client.chat.completions.create, **params)
-            return self._parse(reply, chat=True)
+            return self._parse(await self._chat(client, params), chat=True)
         params["prompt"] = req.prompt
         if req.logprobs:
             params["logprobs"] = 1
         reply = await self._call(client.completions.create, **params)
         return self._parse(reply, chat=False)
+
+    async def _chat(self, client: Any, params: dict[str, Any]) -> Any:
+        """``chat.completions.create``; switches to ``max_completion_tokens`` for good when
+        the server rejects ``max_tokens`` (OpenAI's reasoning models do)."""
+        if self._chat_limit_param != "max_tokens":
+            params[self._chat_limit_param] = params.pop("max_tokens")
+        try:
+            return await self._call(client.chat.completions.create, **params)
+        except BackendError as e:
+            if not (e.status == 400 and "max_completion_tokens" in str(e)
+                    and "max_tokens" in params):
+                raise
+        log.info("%s rejects max_tokens; sending max_completion_tokens instead", self._where)
+        self._chat_limit_param = "max_completion_tokens"
+        params["max_completion_tokens"] = params.pop("max_tokens")
+        return await self._call(client.chat.completions.create, **params)
 
     def _parse(self, reply: Any, *, chat: bool) -> Generation:
         try:
