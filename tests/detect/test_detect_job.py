@@ -130,3 +130,64 @@ def test_sources() -> None:
     assert len(load_samples("builtin:kjv-pastiche", "control", limit=5)) == 5
     with pytest.raises(ConfigError):
         load_samples("nonsense", "member")
+
+
+def test_summarization_task_scores_against_the_models_own_answer(
+        params: dict[str, object]) -> None:
+    params = {**params, "task": "summarization", "detectors": ["pearl"],
+              "perturbations": ["case_flip"]}
+    job = make_job("detect", params, seed=0)
+    model = ScriptedModel(lambda req: "A short summary of the passage.")
+    records = asyncio.run(job.run_items(job.items(), model))
+    for rec in records:
+        p = rec["pearl"]
+        assert p["task"] == "summarization" and p["reference"] == "A short summary of the passage."
+        assert p["case_flip"]["perf_mean"] == [1.0, 1.0, 1.0]  # same answer: ROUGE-L 1
+        assert p["case_flip"]["sensitivity"] == 0.0
+    assert all(r.is_chat for r in model.requests)
+
+
+@pytest.mark.model
+def test_token_level_bit_flip_uses_the_local_tokenizer(local_model) -> None:  # type: ignore[no-untyped-def]
+    from recitation.detect.job import model_tokenizer
+
+    tok = model_tokenizer(ManagedModel(local_model))
+    assert tok is not None and tok.vocab_size >= 49152
+    job = make_job("detect", {"perturbations": ["bitflip_tokens"], "limit": 1}, seed=0)
+    perts = job.perturbations(ManagedModel(local_model))  # type: ignore[attr-defined]
+    text = "The LORD is my shepherd; I shall not want."
+    out = [perts["bitflip_tokens"](text, k, 1) for k in range(4)]
+    assert out[0] == text and out[3] != text
+    assert out[3] == perts["bitflip_tokens"](text, 3, 1)
+    assert model_tokenizer(ScriptedModel()) is None
+
+
+def test_cli_estimate_only(capsys: pytest.CaptureFixture[str]) -> None:
+    from recitation.cli import main
+
+    code = main(["detect", "--members", "kjv:John 3:16-17;Genesis 1:1-3", "--controls",
+                 "builtin:kjv-pastiche", "--limit", "2", "--outputs", "4", "--estimate-only"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "4 samples" in out and "generations" in out and "$0 (local model)" in out
+
+
+@pytest.mark.slow
+@pytest.mark.model
+def test_cli_detect_on_the_embedded_model_writes_scores_and_verdicts(tmp_path: Path) -> None:
+    from recitation.cli import main
+
+    runs = tmp_path / "runs"
+    code = main(["detect", "--members", "kjv:John 3:16-17;Genesis 1:1-3", "--controls",
+                 "builtin:kjv-pastiche", "--limit", "2", "--outputs", "1", "--temperature",
+                 "0", "--max-intensity", "2", "--bootstrap", "20", "--runs-dir", str(runs)])
+    assert code == 0
+    (run_dir,) = list(runs.iterdir())
+    with RunStore(run_dir) as store:
+        report = store.get_meta("detect_report")
+        results = dict(store.results("detect"))
+    assert len(results) == 4
+    assert {"loss", "min_k_pp_20", "pearl_bitflip_sensitivity",
+            "pearl_synonym_gfd"} <= set(report["detectors"])
+    v = report["detectors"]["loss"]["verdicts"]
+    assert len(v) == 2 and all("fpr" in x and "member" in x for x in v)

@@ -35,7 +35,8 @@ from recitation.runs.jobs import Job, Table, WorkItem
 
 log = logging.getLogger(__name__)
 
-DETECTORS = ("pearl", "whitebox")
+DetectorFamily = Literal["pearl", "whitebox"]
+DETECTORS: tuple[DetectorFamily, ...] = ("pearl", "whitebox")
 
 
 class DetectParams(BaseModel):
@@ -44,7 +45,7 @@ class DetectParams(BaseModel):
     controls: list[str] = Field(default_factory=lambda: ["builtin:kjv-pastiche"])
     limit: int | None = Field(None, ge=1)  # samples per source
     passage_words: int = Field(60, ge=8)
-    detectors: list[Literal["pearl", "whitebox"]] = Field(default_factory=lambda: list(DETECTORS))
+    detectors: list[DetectorFamily] = Field(default_factory=lambda: list(DETECTORS))
     task: Literal["auto", "completion", "summarization"] = "auto"
     mode: Literal["completion", "chat"] = "completion"
     perturbations: list[str] = Field(default_factory=lambda: ["bitflip", "synonym"])
@@ -65,7 +66,8 @@ class DetectParams(BaseModel):
     def _known(cls, v: list[str]) -> list[str]:
         bad = [p for p in v if p not in ALL_PERTURBATIONS]
         if bad:
-            raise ValueError(f"unknown perturbation(s) {bad}; choose from {list(ALL_PERTURBATIONS)}")
+            raise ValueError(f"unknown perturbation(s) {bad}; "
+                             f"choose from {list(ALL_PERTURBATIONS)}")
         return v
 
     def pearl_settings(self) -> PearlSettings:

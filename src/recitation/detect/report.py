@@ -129,7 +129,8 @@ def finalize_run(run_dir: Path) -> dict[str, Any]:
         cfg = parse_config(store.get_meta("config"), source=f"{run_dir} config")
         job = make_job(cfg.job, cfg.params, cfg.seed)
         records = [r for _, r in store.results(job.name)]
-        report = build_report(records, job.params, cfg.seed)  # type: ignore[attr-defined]
+        params: DetectParams = job.params  # type: ignore[assignment]
+        report = build_report(records, params, cfg.seed)
         store.set_meta("detect_report", report)
         for w in report.get("shift", {}).get("warnings", []):
             store.log_event("warning", w)
