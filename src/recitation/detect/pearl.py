@@ -22,7 +22,8 @@ Tasks (``Task``):
 
 * ``completion`` — input = the first 80% of the sample's words, reference = the rest.
 * ``code`` — input = the code prompt (HumanEval ``prompt``), reference = the canonical
-  solution; without an explicit split, the first 80% of the lines.
+  solution; without an explicit split, the first 80% of the lines. Generation stops at
+  HumanEval's stop sequences (``CODE_STOP``).
 * ``summarization`` — input = the whole sample inside a summarization instruction;
   reference = the model's own greedy output on the unperturbed input.
 
@@ -46,6 +47,9 @@ from recitation.models.base import GenerationRequest
 TaskName = Literal["completion", "code", "summarization"]
 SUMMARIZE_PROMPT = "Summarize the following text in one or two sentences.\n\n{text}"
 CONTINUE_PROMPT = "Continue this text exactly, word for word:\n\n{text}"
+# HumanEval's (Chen et al., 2021) stop sequences: the function body ends at the next
+# top-level statement
+CODE_STOP = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
 
 
 # -- the formulas ----------------------------------------------------------------------
@@ -153,7 +157,8 @@ def build_request(ti: TaskInput, text: str, settings: PearlSettings, *, seed: in
     temp = 0.0 if greedy else settings.temperature
     kw: dict[str, Any] = dict(max_tokens=max_tokens_for(ti, settings), temperature=temp,
                               top_p=settings.top_p if temp > 0 else 1.0,
-                              seed=seed if temp > 0 else None)
+                              seed=seed if temp > 0 else None,
+                              stop=CODE_STOP if ti.task == "code" else ())
     if ti.task == "summarization":
         return GenerationRequest.chat(SUMMARIZE_PROMPT.format(text=text), **kw)
     if settings.mode == "chat":
