@@ -43,6 +43,7 @@ import logging
 import math
 import select
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -634,15 +635,19 @@ def serve_command(args: argparse.Namespace) -> int:
     from recitation.models.local import LocalModel
 
     model = LocalModel(args.model)
-    model.load()
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("serving on %s: the server checks no API key", args.host)
-    handle = start_server(model, args.host, args.port, record_requests=False)
-    print(f"Serving {model.name} at {handle.url}")
-    print(f"  openai:    OpenAI(base_url='{handle.url}', api_key='unused')")
-    print(f"  anthropic: Anthropic(base_url='{handle.root_url}', api_key='unused')")
-    print("Press Ctrl-C to stop.", flush=True)
     try:
+        handle = start_server(model, args.host, args.port, record_requests=False)
+    except OSError as e:
+        print(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    try:
+        model.load()  # before announcing the URL, so the first request is not slow
+        print(f"Serving {model.name} at {handle.url}")
+        print(f"  openai:    OpenAI(base_url='{handle.url}', api_key='unused')")
+        print(f"  anthropic: Anthropic(base_url='{handle.root_url}', api_key='unused')")
+        print("Press Ctrl-C to stop.", flush=True)
         handle.wait()
     except KeyboardInterrupt:
         print("stopping")
