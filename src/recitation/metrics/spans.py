@@ -15,8 +15,12 @@ Two modes:
     with k absorbed blocks is counted again from each of its blocks whose remainder still
     reaches ``min_tokens``. Overlapping spans are not de-duplicated; counts are inflated.
 ``"dedup"`` (default)
-    the same candidate spans, then kept greedily from the longest down, dropping any span
-    that overlaps an already kept one on the gold side: each gold token is counted once.
+    disjoint runs of consecutive matching blocks, each within the mismatch budget, chosen
+    to give the largest number of passages (:func:`max_passage_spans`). Spans never
+    overlap, every matched token counts at most once, and counts can only grow with the
+    budget. A greedy "longest span first, drop overlaps" rule has neither of the last two
+    properties: dropping a span that overlaps a longer one also drops its blocks that do
+    not.
 
 Tokens (:func:`span_tokens`) come in three profiles. All lower-case, collapse whitespace,
 delete a set of punctuation, then split with NLTK 3.8.1's ``word_tokenize`` rules
@@ -148,13 +152,57 @@ def grow_spans(
     return spans
 
 
-def dedup_spans(spans: Iterable[Span]) -> list[Span]:
-    """Keep spans longest first (ties: earlier gold start), dropping gold-side overlaps."""
-    kept: list[Span] = []
-    for span in sorted(spans, key=lambda s: (-s.length, s.gold_start)):
-        if all(span.gold_end <= k.gold_start or span.gold_start >= k.gold_end for k in kept):
-            kept.append(span)
-    return kept
+def _runs_ending_at(
+    blocks: Sequence[tuple[int, int, int]], j: int, max_mismatches: int
+) -> list[tuple[int, int]]:
+    """(start block i, matched tokens) of every budget-feasible run of blocks i..j."""
+    out = [(j, blocks[j][2])]
+    matched, mismatches = blocks[j][2], 0
+    for i in range(j - 1, -1, -1):
+        gap = max(blocks[i + 1][0] - (blocks[i][0] + blocks[i][2]),
+                  blocks[i + 1][1] - (blocks[i][1] + blocks[i][2]))
+        mismatches += gap
+        if mismatches > max_mismatches:
+            break
+        matched += blocks[i][2]
+        out.append((i, matched))
+    return out
+
+
+def max_passage_spans(
+    blocks: Sequence[tuple[int, int, int]], *, min_tokens: int = 40, max_mismatches: int = 5
+) -> list[Span]:
+    """Disjoint runs of consecutive blocks giving the most passages, longest first.
+
+    Dynamic programming over the blocks: ``best[j]`` is the best (passages, matched tokens)
+    using blocks before ``j``; a run ``i..j-1`` is allowed when its summed gaps fit the
+    budget. Every run feasible with budget N is feasible with N+1, so counts never drop as
+    the budget grows; each gold and extraction token is counted at most once.
+    """
+    n = len(blocks)
+    best: list[tuple[int, int]] = [(0, 0)] * (n + 1)
+    choice: list[tuple[int, int] | None] = [None] * (n + 1)
+    for j in range(1, n + 1):
+        best[j], choice[j] = best[j - 1], None
+        for i, matched in _runs_ending_at(blocks, j - 1, max_mismatches):
+            if matched < min_tokens:
+                continue
+            cand = (best[i][0] + matched // min_tokens, best[i][1] + matched)
+            if cand > best[j]:
+                best[j], choice[j] = cand, (i, matched)
+    spans: list[Span] = []
+    j = n
+    while j > 0:
+        picked = choice[j]
+        if picked is None:
+            j -= 1
+            continue
+        i, matched = picked
+        last = blocks[j - 1]
+        spans.append(Span(blocks[i][0], last[0] + last[2], blocks[i][1], last[1] + last[2], matched))
+        j = i
+    spans.sort(key=lambda s: s.length, reverse=True)
+    return spans
 
 
 def find_spans(
@@ -171,8 +219,9 @@ def find_spans(
         raise ValueError(f"unknown span mode {mode!r}; use 'recap-compat' or 'dedup'")
     if blocks is None:
         blocks = matching_blocks(gold_tokens, cand_tokens)
-    spans = grow_spans(blocks, min_tokens=min_tokens, max_mismatches=max_mismatches)
-    return spans if mode == "recap-compat" else dedup_spans(spans)
+    if mode == "recap-compat":
+        return grow_spans(blocks, min_tokens=min_tokens, max_mismatches=max_mismatches)
+    return max_passage_spans(blocks, min_tokens=min_tokens, max_mismatches=max_mismatches)
 
 
 def span_stats(spans: Sequence[Span], *, min_tokens: int = 40) -> SpanStats:

@@ -1,0 +1,44 @@
+"""Our NLTK word tokenization without downloadable data, against NLTK itself."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from recitation.corpus.tokenize import legacy_word_tokenize, sent_tokenize, word_tokenize
+
+
+def _punkt_tab(root: Path) -> None:
+    """Write the packaged English Punkt parameters as NLTK's punkt_tab files."""
+    import punkt
+
+    model = punkt.load_model("english")
+    d = root / "tokenizers" / "punkt_tab" / "english"
+    d.mkdir(parents=True)
+    (d / "collocations.tab").write_text("".join(f"{a}\t{b}\n" for a, b in sorted(model.collocations)))
+    (d / "sent_starters.txt").write_text("".join(f"{a}\n" for a in sorted(model.sent_starters)))
+    (d / "abbrev_types.txt").write_text("".join(f"{a}\n" for a in sorted(model.abbrev_types)))
+    (d / "ortho_context.tab").write_text("".join(f"{a}\t{b}\n" for a, b in sorted(model.ortho_context.items())))
+
+
+def test_equals_nltk_word_tokenize(shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    nltk = pytest.importorskip("nltk")
+    _punkt_tab(tmp_path)
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path), *nltk.data.path])
+    path = next((shared_data / "echotrace/books/A_Christmas_Carol_-_Charles_Dickens/Extractions").glob("*.json"))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    texts = [ev[k] for ch in data["chapters"] for ev in ch["events"] for k in ("text_segment",)]
+    texts += [ev["LLM_completions"]["prefix-probing"] for ch in data["chapters"] for ev in ch["events"]]
+    for text in texts:
+        assert word_tokenize(text) == nltk.word_tokenize(text)
+        assert sent_tokenize(text) == nltk.sent_tokenize(text)
+
+
+def test_legacy_rules_differ_where_nltk_changed() -> None:
+    # NLTK 3.8.1 kept a leading straight quote on a word and did not split dashes
+    text = "'Good, take this,' said he—'take care.'"
+    assert word_tokenize(text) != legacy_word_tokenize(text)
+    assert "'Good" in legacy_word_tokenize(text)
+    assert "he—" in " ".join(legacy_word_tokenize(text)).replace(" — ", "—")
