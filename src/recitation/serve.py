@@ -22,7 +22,9 @@ Client set-up against a server at ``http://127.0.0.1:PORT``:
 * anthropic SDK: ``AsyncAnthropic(base_url="http://127.0.0.1:PORT", api_key="anything")``
   — :attr:`ServerHandle.root_url`; the SDK appends ``/v1/messages`` itself.
 
-The server checks no key and ignores the requested ``model`` name (it serves one model).
+Routes also answer without the ``/v1`` prefix (``/chat/completions``...), so a client whose
+base URL lacks ``/v1`` works too. The server checks no key and ignores the requested
+``model`` name (it serves one model).
 API defaults are the APIs' own: ``temperature`` 1.0 when omitted, ``max_tokens`` 16 for
 completions. Not supported (HTTP 400): streaming, ``n > 1``, token-id prompts, tools.
 Generated-token logprobs carry no token strings (the backend contract does not return them).
@@ -495,7 +497,7 @@ class _Handler(BaseHTTPRequestHandler):
             ("POST", "/v1/completions"): api.completions,
             ("POST", "/v1/messages"): api.messages,
         }
-        route = routes.get((method, path))
+        route = routes.get((method, path if path.startswith("/v1/") else f"/v1{path}"))
         if route is None:
             raise HTTPError(404, f"no route for {method} {path}", "not_found_error")
         return route(body)

@@ -125,3 +125,8 @@ async def test_rejected_key_is_authentication_error_without_the_key(key: str) ->
         await m.aclose()
     assert "HTTP 401" in str(e.value) and "invalid x-api-key" in str(e.value)
     assert key not in str(e.value)
+
+
+def test_base_url_with_v1_gets_a_warning(key: str, caplog: pytest.LogCaptureFixture) -> None:
+    AnthropicModel("m", base_url="http://127.0.0.1:9/v1", api_key_env=KEY_ENV)
+    assert "appends /v1/messages itself" in caplog.text

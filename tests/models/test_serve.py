@@ -255,3 +255,9 @@ def test_serve_cli_serves_the_embedded_model(tmp_path: Any) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_routes_answer_without_the_v1_prefix(server: ServerHandle) -> None:
+    r = post(server, "/chat/completions", {"messages": [{"role": "user", "content": "a b"}]})
+    assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == "a b"
+    assert httpx.get(f"{server.root_url}/models").status_code == 200

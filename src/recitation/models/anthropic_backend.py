@@ -93,6 +93,9 @@ class AnthropicModel(Model):
         self.__key = resolve_api_key(self.backend, api_key_env)
         self._clients: PerLoopClient[Any] = PerLoopClient(self._new_client, max_concurrency)
         self._warned_sampling = False
+        if self.server.endswith("/v1"):
+            log.warning("%s: base_url ends with /v1, but the anthropic SDK appends "
+                        "/v1/messages itself; use the server root", self._where)
 
     def _new_client(self) -> Any:
         return self._anthropic.AsyncAnthropic(api_key=self.__key, base_url=self.base_url,
