@@ -191,3 +191,16 @@ def test_cli_detect_on_the_embedded_model_writes_scores_and_verdicts(tmp_path: P
             "pearl_synonym_gfd"} <= set(report["detectors"])
     v = report["detectors"]["loss"]["verdicts"]
     assert len(v) == 2 and all("fpr" in x and "member" in x for x in v)
+
+
+def test_reference_calls_go_to_the_run_store_through_the_run_context(
+        params: dict[str, object], tmp_path: Path) -> None:
+    params = {**params, "detectors": ["whitebox"],
+              "reference_model": {"backend": "scripted", "model": "ref"}}
+    cfg = parse_config({"job": "detect", "model": {"backend": "scripted", "model": "target"},
+                        "params": params})
+    run = create_run(cfg, tmp_path / "runs")
+    assert asyncio.run(execute(run)).status == "completed"
+    with RunStore(run) as store:
+        models = [c["model"] for c in store.calls()]
+    assert models.count("ref") == 4 and models.count("target") == 8

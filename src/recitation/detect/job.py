@@ -6,7 +6,8 @@ one batched ``generate`` call (every sample x perturbation x intensity x output 
 and one batched ``score`` call (texts and their lower-cased forms); a reference model, when
 configured, gets one more ``score`` call. Every call goes through the run's
 :class:`~recitation.models.managed.ManagedModel` (cache, run store, retries, budget): the
-reference backend is wrapped in a ManagedModel sharing the run's store, cache and budget.
+reference backend comes from the run context (``RunContext.model_for``: a ManagedModel
+sharing the run's store, cache and budget).
 """
 
 from __future__ import annotations
@@ -170,7 +171,7 @@ class DetectJob(Job):
         ref: list[TokenScores] | None = None
         if self.params.reference_model is not None:
             if self._reference is None:
-                self._reference = reference_model(self.params.reference_model, model)
+                self._reference = self._reference_model(self.params.reference_model, model)
             prefix = self.params.reference_prefix
             ref = await self._reference.score([prefix + t for t in texts])
         n = len(samples)
@@ -200,6 +201,15 @@ class DetectJob(Job):
                     records[sid]["scores"].append(DetectorScore(
                         sid, f"pearl_{pert}_{stat}", float(res[pert][stat]), True).to_dict())
 
+    def _reference_model(self, cfg: ModelConfig, target: Model) -> Model:
+        """From the run context when the runner bound one (shares store, cache, budget)."""
+        ref = (self.context.model_for(cfg) if self.context is not None
+               else reference_model(cfg, target))
+        if ref is target or ref.identity() == target.identity():
+            raise ConfigError("params.reference_model: the reference model must differ "
+                              "from the audited model")
+        return ref
+
     def summarize(self, records: list[tuple[str, dict[str, Any]]]) -> Table:
         from recitation.detect.report import build_report, report_table
 
@@ -207,16 +217,14 @@ class DetectJob(Job):
 
 
 def reference_model(cfg: ModelConfig, target: Model) -> Model:
-    """The reference backend, managed like the target (same store, cache and budget)."""
+    """The reference backend, managed like the target (same store, cache and budget), for
+    jobs run outside the runner (which provides ``RunContext.model_for``)."""
     from recitation.models.managed import Limits, ManagedModel, RetryPolicy
     from recitation.models.registry import build_backend
 
     inner = build_backend(cfg)
     if not isinstance(target, ManagedModel):
         return inner
-    if inner.identity() == target.identity():
-        raise ConfigError("params.reference_model: the reference model must differ from the "
-                          "audited model")
     return ManagedModel(
         inner, store=target.store, cache=target.cache,
         retry=RetryPolicy(max_attempts=cfg.max_attempts, base_delay=cfg.retry_base_delay),
