@@ -36,7 +36,9 @@ def test_one_book_reproduces_released_metrics_exactly(shared_data: Path) -> None
     ours = evaluate_file(path, EvaluateConfig(mode="recap-compat"))
     assert ours["rouge_scores"].keys() == released["rouge_scores"].keys()
     for method in RECAP_METHODS:
-        assert ours["rouge_scores"][method] == pytest.approx(released["rouge_scores"][method], abs=1e-9)
+        assert ours["rouge_scores"][method] == pytest.approx(
+            released["rouge_scores"][method], abs=1e-9
+        )
         o = ours["contiguous_spans"]["methods"][method]
         r = released["contiguous_spans"]["methods"][method]
         assert o == pytest.approx(r, abs=1e-9)
@@ -56,11 +58,24 @@ def test_dedup_mode_never_counts_more(shared_data: Path) -> None:
         assert dedup["mismatch_sweep"]["5"][method] == d
 
 
-def test_cli_writes_metrics_files(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_writes_metrics_files(
+    shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     parser = argparse.ArgumentParser(prog="recitation")
     add_evaluate_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["evaluate", str(_carol(shared_data)), "--out", str(tmp_path),
-                              "--mode", "recap-compat", "--workers", "1", "--compare"])
+    args = parser.parse_args(
+        [
+            "evaluate",
+            str(_carol(shared_data)),
+            "--out",
+            str(tmp_path),
+            "--mode",
+            "recap-compat",
+            "--workers",
+            "1",
+            "--compare",
+        ]
+    )
     assert args.func(args) == 0
     written = json.loads(next(tmp_path.glob("*_metrics_feedback_*.json")).read_text())
     assert set(written) == {"rouge_scores", "contiguous_spans"}

@@ -28,7 +28,10 @@ def _echotrace(shared_data: Path) -> Path:
 
 def test_summary_and_extraction_files_round_trip(shared_data: Path, tmp_path: Path) -> None:
     book_dir = _echotrace(shared_data) / "books/A_Christmas_Carol_-_Charles_Dickens"
-    files = [next(book_dir.glob("*_summary_*.json")), *sorted((book_dir / "Extractions").glob("*.json"))]
+    files = [
+        next(book_dir.glob("*_summary_*.json")),
+        *sorted((book_dir / "Extractions").glob("*.json")),
+    ]
     for path in files:
         raw = json.loads(path.read_text(encoding="utf-8"))
         book = load_echotrace(path)
@@ -54,26 +57,50 @@ def test_every_extraction_file_loads(shared_data: Path) -> None:
 
 
 def _event(agent: dict[str, object], prefix: str = "pp") -> Event:
-    return Event(id="b/ch000/ev000", text="gold",
-                 extra={"LLM_completions": {"prefix-probing": prefix, "Agent_Extraction": agent}})
+    return Event(
+        id="b/ch000/ev000",
+        text="gold",
+        extra={"LLM_completions": {"prefix-probing": prefix, "Agent_Extraction": agent}},
+    )
 
 
 def test_candidate_selection_rules() -> None:
-    ev = _event({"simple_agent_extraction": " plain ",
-                 "simple_agent_extraction_refined_0": {"text": "r0", "refinement_prompt": None},
-                 "simple_agent_extraction_refined_1": {"text": "r1"},
-                 "simple_agent_extraction_refined_2": {"text": "r2 "}})
+    ev = _event(
+        {
+            "simple_agent_extraction": " plain ",
+            "simple_agent_extraction_refined_0": {"text": "r0", "refinement_prompt": None},
+            "simple_agent_extraction_refined_1": {"text": "r1"},
+            "simple_agent_extraction_refined_2": {"text": "r2 "},
+        }
+    )
     got = {m: candidate_text(ev, m) for m in RECAP_METHODS}
-    assert got == {"prefix-probing": "pp", "simple_agent_extraction": "plain",
-                   "simple_agent_jailbreak": "plain", "simple_agent_extraction_refined_first": "r1",
-                   "simple_agent_extraction_refined_best_no_jail": "r2",
-                   "simple_agent_extraction_refined_best": "r2"}
-    jail = _event({"simple_agent_extraction": "MODEL_RESPONSE_BLOCKED", "simple_agent_jailbreak": "j",
-                   "simple_agent_extraction_refined_0": {"text": "r0"}})
+    assert got == {
+        "prefix-probing": "pp",
+        "simple_agent_extraction": "plain",
+        "simple_agent_jailbreak": "plain",
+        "simple_agent_extraction_refined_first": "r1",
+        "simple_agent_extraction_refined_best_no_jail": "r2",
+        "simple_agent_extraction_refined_best": "r2",
+    }
+    jail = _event(
+        {
+            "simple_agent_extraction": "MODEL_RESPONSE_BLOCKED",
+            "simple_agent_jailbreak": "j",
+            "simple_agent_extraction_refined_0": {"text": "r0"},
+        }
+    )
     assert candidate_text(jail, "simple_agent_jailbreak") == "j"
-    assert candidate_text(jail, "simple_agent_extraction_refined_best_no_jail") == "MODEL_RESPONSE_BLOCKED"
+    assert (
+        candidate_text(jail, "simple_agent_extraction_refined_best_no_jail")
+        == "MODEL_RESPONSE_BLOCKED"
+    )
     assert candidate_text(jail, "simple_agent_extraction_refined_first") == "r0"
-    assert candidate_text(_event({"simple_agent_jailbreak": "j"}), "simple_agent_extraction_refined_best") == "j"
+    assert (
+        candidate_text(
+            _event({"simple_agent_jailbreak": "j"}), "simple_agent_extraction_refined_best"
+        )
+        == "j"
+    )
     with pytest.raises(CorpusError):
         candidate_text(jail, "unknown-method")
 
@@ -82,7 +109,9 @@ def test_bad_input_raises_corpus_error(tmp_path: Path) -> None:
     with pytest.raises(CorpusError, match="missing key 'chapters'"):
         parse_echotrace({"book_name": "X"})
     with pytest.raises(CorpusError, match="chapter 0, event 1"):
-        parse_echotrace({"book_name": "X", "chapters": [{"events": [{"text_segment": "a"}, {"title": "t"}]}]})
+        parse_echotrace(
+            {"book_name": "X", "chapters": [{"events": [{"text_segment": "a"}, {"title": "t"}]}]}
+        )
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     with pytest.raises(CorpusError, match="cannot read"):
@@ -100,9 +129,11 @@ def test_pdnc_novels(shared_data: Path) -> None:
     assert len(novel.quotations) == 1593 and len(novel.characters) == 18  # rows of the CSVs
     q = novel.quotations[0]
     assert q.speaker == "Mr. Woodhouse" and q.quote_type in ("Explicit", "Anaphoric", "Implicit")
-    assert novel.text[q.spans[0][0]:q.spans[0][1]] in q.text
+    assert novel.text[q.spans[0][0] : q.spans[0][1]] in q.text
     emma = novel.character("Miss Woodhouse")
-    assert emma is not None and emma.name == "Emma" and emma.gender == "F" and emma.category == "major"
+    assert (
+        emma is not None and emma.name == "Emma" and emma.gender == "F" and emma.category == "major"
+    )
     assert novel.book.chapters[1].title == "CHAPTER I" and len(novel.book.chapters) == 56
 
 

@@ -45,13 +45,16 @@ hidden
 
 
 def test_full_tree(tmp_path: Path) -> None:
-    root = _write(tmp_path, {
-        "paper.tex": MAIN,
-        "macros.tex": "\\newcommand{\\unused}{x}",  # no \begin{document}: not the main file
-        "sections/method.tex": "\\section{Method}\nWe use \\model.\n\\input{sections/detail}",
-        "sections/detail.tex": "Details.",
-        "sections/results.tex": "Results here.\n\\begin{table}\\caption{T}\\end{table}",
-    })
+    root = _write(
+        tmp_path,
+        {
+            "paper.tex": MAIN,
+            "macros.tex": "\\newcommand{\\unused}{x}",  # no \begin{document}: not the main file
+            "sections/method.tex": "\\section{Method}\nWe use \\model.\n\\input{sections/detail}",
+            "sections/detail.tex": "Details.",
+            "sections/results.tex": "Results here.\n\\begin{table}\\caption{T}\\end{table}",
+        },
+    )
     book = load_latex(root)
     assert book.title == "Extracting RECAP"
     assert book.metadata["main_file"] == "paper.tex"
@@ -65,34 +68,49 @@ def test_full_tree(tmp_path: Path) -> None:
 
 
 def test_main_file_choice_prefers_documentclass(tmp_path: Path) -> None:
-    root = _write(tmp_path, {
-        "a_standalone.tex": "\\begin{document}x\\end{document}",
-        "z_main.tex": "\\documentclass{article}\\begin{document}\\section{S}body\\end{document}",
-    })
+    root = _write(
+        tmp_path,
+        {
+            "a_standalone.tex": "\\begin{document}x\\end{document}",
+            "z_main.tex": "\\documentclass{article}\\begin{document}"
+            "\\section{S}body\\end{document}",
+        },
+    )
     assert load_latex(root).metadata["main_file"] == "z_main.tex"
 
 
 def test_subfile_contributes_only_its_body(tmp_path: Path) -> None:
-    root = _write(tmp_path, {
-        "main.tex": "\\documentclass{article}\\begin{document}\\section{A}\\subfile{part}\\end{document}",
-        "part.tex": "\\documentclass[main.tex]{subfiles}\n\\begin{document}\nPart body.\n\\end{document}",
-    })
+    root = _write(
+        tmp_path,
+        {
+            "main.tex": "\\documentclass{article}\\begin{document}"
+            "\\section{A}\\subfile{part}\\end{document}",
+            "part.tex": "\\documentclass[main.tex]{subfiles}\n"
+            "\\begin{document}\nPart body.\n\\end{document}",
+        },
+    )
     book = load_latex(root)
     assert [c.text for c in book.chapters] == ["Part body."]
 
 
 def test_inclusion_cycle_is_an_error(tmp_path: Path) -> None:
-    root = _write(tmp_path, {
-        "main.tex": "\\documentclass{article}\\begin{document}\\input{a}\\end{document}",
-        "a.tex": "A \\input{b}",
-        "b.tex": "B \\input{a.tex}",
-    })
+    root = _write(
+        tmp_path,
+        {
+            "main.tex": "\\documentclass{article}\\begin{document}\\input{a}\\end{document}",
+            "a.tex": "A \\input{b}",
+            "b.tex": "B \\input{a.tex}",
+        },
+    )
     with pytest.raises(CorpusError, match="cycle"):
         load_latex(root)
 
 
 def test_missing_include_is_skipped_and_no_main_is_an_error(tmp_path: Path) -> None:
-    root = _write(tmp_path, {"main.tex": "\\documentclass{x}\\begin{document}\\input{gone}Text\\end{document}"})
+    root = _write(
+        tmp_path,
+        {"main.tex": "\\documentclass{x}\\begin{document}\\input{gone}Text\\end{document}"},
+    )
     assert "Text" in load_latex(root).text
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -14,9 +14,11 @@ from recitation.corpus.text import load_gutenberg, load_text, strip_gutenberg
 from recitation.corpus.tokenize import word_tokenize
 from recitation.errors import CorpusError
 
-PARA = ("Marley was dead, to begin with. There is no doubt whatever about that. The register "
-        "of his burial was signed by the clergyman, the clerk, the undertaker, and the chief "
-        "mourner. Scrooge signed it. ")
+PARA = (
+    "Marley was dead, to begin with. There is no doubt whatever about that. The register "
+    "of his burial was signed by the clergyman, the clerk, the undertaker, and the chief "
+    "mourner. Scrooge signed it. "
+)
 
 GUTENBERG = f"""\ufeffThe Project Gutenberg eBook of A Christmas Carol
 
@@ -73,8 +75,10 @@ def test_plain_text_without_headings(tmp_path: Path) -> None:
     assert len(book.chapters) == 1 and book.text == PARA.strip()
     with pytest.raises(CorpusError):
         load_text(tmp_path / "missing.txt")
-    (tmp_path / "licence_only.txt").write_text("*** START OF THE PROJECT GUTENBERG EBOOK X ***\n"
-                                               "*** END OF THE PROJECT GUTENBERG EBOOK X ***\n")
+    (tmp_path / "licence_only.txt").write_text(
+        "*** START OF THE PROJECT GUTENBERG EBOOK X ***\n"
+        "*** END OF THE PROJECT GUTENBERG EBOOK X ***\n"
+    )
     with pytest.raises(CorpusError, match="no text"):
         load_gutenberg(tmp_path / "licence_only.txt")
 
@@ -86,7 +90,9 @@ def test_jsonl(tmp_path: Path) -> None:
         fh.write(json.dumps({"text": "Second.", "year": 1843}) + "\n")
     docs = load_jsonl(p)
     assert [(d.id, d.text, d.metadata) for d in docs] == [
-        ("a", "First.", {"source": "x"}), ("corpus.jsonl:3", "Second.", {"year": 1843})]
+        ("a", "First.", {"source": "x"}),
+        ("corpus.jsonl:3", "Second.", {"year": 1843}),
+    ]
     book = load_jsonl_book(p)
     assert [c.title for c in book.chapters] == ["a", "corpus.jsonl:3"]
     bad = tmp_path / "bad.jsonl"
@@ -102,7 +108,10 @@ def test_chunking_words_and_tokenizer() -> None:
     text = " ".join(f"w{i}" for i in range(100))
     parts = chunk_text(text, parent_id="doc")
     assert [(p.start, p.end) for p in parts] == [(0, 40), (40, 80)]  # the 20-token tail is dropped
-    assert parts[1].text == text[parts[1].char_start:parts[1].char_end] and parts[1].id == "doc/p0001"
+    assert (
+        parts[1].text == text[parts[1].char_start : parts[1].char_end]
+        and parts[1].id == "doc/p0001"
+    )
     overl = chunk_text(text, n=40, stride=20, min_tokens=1)
     assert [(p.start, p.end) for p in overl] == [(0, 40), (20, 60), (40, 80), (60, 100)]
     toks = chunk_text("Hello, world! " * 10, n=4, tokenizer=word_tokenize)

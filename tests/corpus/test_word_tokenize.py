@@ -17,20 +17,32 @@ def _punkt_tab(root: Path) -> None:
     model = punkt.load_model("english")
     d = root / "tokenizers" / "punkt_tab" / "english"
     d.mkdir(parents=True)
-    (d / "collocations.tab").write_text("".join(f"{a}\t{b}\n" for a, b in sorted(model.collocations)))
+    (d / "collocations.tab").write_text(
+        "".join(f"{a}\t{b}\n" for a, b in sorted(model.collocations))
+    )
     (d / "sent_starters.txt").write_text("".join(f"{a}\n" for a in sorted(model.sent_starters)))
     (d / "abbrev_types.txt").write_text("".join(f"{a}\n" for a in sorted(model.abbrev_types)))
-    (d / "ortho_context.tab").write_text("".join(f"{a}\t{b}\n" for a, b in sorted(model.ortho_context.items())))
+    (d / "ortho_context.tab").write_text(
+        "".join(f"{a}\t{b}\n" for a, b in sorted(model.ortho_context.items()))
+    )
 
 
-def test_equals_nltk_word_tokenize(shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_equals_nltk_word_tokenize(
+    shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     nltk = pytest.importorskip("nltk")
     _punkt_tab(tmp_path)
     monkeypatch.setattr(nltk.data, "path", [str(tmp_path), *nltk.data.path])
-    path = next((shared_data / "echotrace/books/A_Christmas_Carol_-_Charles_Dickens/Extractions").glob("*.json"))
+    path = next(
+        (shared_data / "echotrace/books/A_Christmas_Carol_-_Charles_Dickens/Extractions").glob(
+            "*.json"
+        )
+    )
     data = json.loads(path.read_text(encoding="utf-8"))
     texts = [ev[k] for ch in data["chapters"] for ev in ch["events"] for k in ("text_segment",)]
-    texts += [ev["LLM_completions"]["prefix-probing"] for ch in data["chapters"] for ev in ch["events"]]
+    texts += [
+        ev["LLM_completions"]["prefix-probing"] for ch in data["chapters"] for ev in ch["events"]
+    ]
     for text in texts:
         assert word_tokenize(text) == nltk.word_tokenize(text)
         assert sent_tokenize(text) == nltk.sent_tokenize(text)

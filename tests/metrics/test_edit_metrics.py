@@ -34,11 +34,15 @@ def test_lcp_and_edit_distance_brute_force() -> None:
     for _ in range(300):
         a = [rng.choice("abc") for _ in range(rng.randint(0, 20))]
         b = [rng.choice("abc") for _ in range(rng.randint(0, 20))]
-        lcp = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+        lcp = next(
+            (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+        )
         assert longest_common_prefix(a, b) == lcp
         assert edit_distance(a, b) == _levenshtein(a, b)
         if a or b:
-            assert edit_similarity(a, b) == pytest.approx(1 - _levenshtein(a, b) / max(len(a), len(b)))
+            assert edit_similarity(a, b) == pytest.approx(
+                1 - _levenshtein(a, b) / max(len(a), len(b))
+            )
 
 
 def test_helm_string_helper_cuts_reference() -> None:
@@ -50,11 +54,14 @@ def test_helm_string_helper_cuts_reference() -> None:
     assert truncate_reference([1, 2, 3], [9]) == [1]
 
 
-@pytest.mark.parametrize("compressor,fn", [
-    ("zlib", lambda b: zlib.compress(b, 9)),
-    ("lzma", lambda b: lzma.compress(b)),
-    ("bz2", lambda b: bz2.compress(b, 9)),
-])
+@pytest.mark.parametrize(
+    "compressor,fn",
+    [
+        ("zlib", lambda b: zlib.compress(b, 9)),
+        ("lzma", lambda b: lzma.compress(b)),
+        ("bz2", lambda b: bz2.compress(b, 9)),
+    ],
+)
 def test_ncd_formula(compressor: str, fn: object) -> None:
     x = "It was the best of times, it was the worst of times. " * 5
     y = "It was the age of wisdom, it was the age of foolishness. " * 5

@@ -67,8 +67,14 @@ def test_bootstrap_ci_equals_scipy_percentile() -> None:
     for seed in range(5):
         x = rng.exponential(size=int(rng.integers(5, 60)))
         ours = S.bootstrap_ci(x, np.mean, n_resamples=1000, seed=seed)
-        ref = ss.bootstrap((x,), np.mean, n_resamples=1000, method="percentile",
-                           rng=np.random.default_rng(seed), vectorized=False).confidence_interval
+        ref = ss.bootstrap(
+            (x,),
+            np.mean,
+            n_resamples=1000,
+            method="percentile",
+            rng=np.random.default_rng(seed),
+            vectorized=False,
+        ).confidence_interval
         assert ours == pytest.approx((ref.low, ref.high), abs=1e-12)
 
 
@@ -80,13 +86,22 @@ def test_t_tests_and_spearman_match_scipy() -> None:
         b = a + rng.normal(scale=0.7, size=n) + 0.2
         c = rng.normal(loc=0.3, scale=2.0, size=int(rng.integers(3, 60)))
         r, ref = S.paired_t_test(a, b), ss.ttest_rel(a, b)
-        assert (r.statistic, r.pvalue) == pytest.approx((ref.statistic, ref.pvalue), rel=1e-9, abs=1e-12)
+        assert (r.statistic, r.pvalue) == pytest.approx(
+            (ref.statistic, ref.pvalue), rel=1e-9, abs=1e-12
+        )
         for equal_var in (True, False):
-            r, ref = S.independent_t_test(a, c, equal_var=equal_var), ss.ttest_ind(a, c, equal_var=equal_var)
-            assert (r.statistic, r.pvalue) == pytest.approx((ref.statistic, ref.pvalue), rel=1e-9, abs=1e-12)
+            r, ref = (
+                S.independent_t_test(a, c, equal_var=equal_var),
+                ss.ttest_ind(a, c, equal_var=equal_var),
+            )
+            assert (r.statistic, r.pvalue) == pytest.approx(
+                (ref.statistic, ref.pvalue), rel=1e-9, abs=1e-12
+            )
         bt = np.round(b, 1)
         r, ref = S.spearman(a, bt), ss.spearmanr(a, bt)
-        assert (r.statistic, r.pvalue) == pytest.approx((ref.statistic, ref.pvalue), rel=1e-9, abs=1e-12)
+        assert (r.statistic, r.pvalue) == pytest.approx(
+            (ref.statistic, ref.pvalue), rel=1e-9, abs=1e-12
+        )
 
 
 def test_rankdata_and_betainc_match_scipy() -> None:

@@ -13,16 +13,24 @@ from recitation.metrics.rouge import RougeScore, lcs_length, rouge_l, rouge_l_ba
 
 rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer")
 
-WORDS = ("the running runs ran runner cat cats caresses ponies happily happiness "
-         "relational conditional generously a an I it's don't Über naïve 1999 3.14 "
-         "well-known e-mail CAPS MiXeD").split()
+WORDS = (
+    "the running runs ran runner cat cats caresses ponies happily happiness "
+    "relational conditional generously a an I it's don't Über naïve 1999 3.14 "
+    "well-known e-mail CAPS MiXeD"
+).split()
 
 
 def _random_text(rng: random.Random, n: int) -> str:
     parts = []
     for _ in range(n):
-        w = rng.choice(WORDS) if rng.random() < 0.8 else "".join(
-            rng.choice(string.ascii_letters + string.digits + "’'-,.!?é") for _ in range(rng.randint(1, 8)))
+        w = (
+            rng.choice(WORDS)
+            if rng.random() < 0.8
+            else "".join(
+                rng.choice(string.ascii_letters + string.digits + "’'-,.!?é")
+                for _ in range(rng.randint(1, 8))
+            )
+        )
         parts.append(w)
     return rng.choice([" ", "  ", "\n"]).join(parts)
 
@@ -40,7 +48,9 @@ def test_random_texts_match_rouge_score(use_stemmer: bool) -> None:
     for _ in range(300):
         ref = _random_text(rng, rng.randint(0, 60))
         cand = _random_text(rng, rng.randint(0, 60))
-        _assert_equal(rouge_l(ref, cand, use_stemmer=use_stemmer), scorer.score(ref, cand)["rougeL"])
+        _assert_equal(
+            rouge_l(ref, cand, use_stemmer=use_stemmer), scorer.score(ref, cand)["rougeL"]
+        )
 
 
 @pytest.mark.parametrize("use_stemmer", [False, True])
@@ -52,7 +62,12 @@ def test_real_texts_match_rouge_score(shared_data: Path, use_stemmer: bool) -> N
     for ch in data["chapters"][:4]:
         for ev in ch["events"]:
             pairs.append((ev["text_segment"], ev["LLM_completions"]["prefix-probing"]))
-            pairs.append((ev["text_segment"], ev["LLM_completions"]["Agent_Extraction"]["simple_agent_extraction"]))
+            pairs.append(
+                (
+                    ev["text_segment"],
+                    ev["LLM_completions"]["Agent_Extraction"]["simple_agent_extraction"],
+                )
+            )
     scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=use_stemmer)
     ours = rouge_l_batch([p[0] for p in pairs], [p[1] for p in pairs], use_stemmer=use_stemmer)
     assert len(ours) == len(pairs) > 20
@@ -79,8 +94,11 @@ def test_lcs_against_dynamic_programming() -> None:
         table = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
         for i in range(1, len(a) + 1):
             for j in range(1, len(b) + 1):
-                table[i][j] = (table[i - 1][j - 1] + 1 if a[i - 1] == b[j - 1]
-                               else max(table[i - 1][j], table[i][j - 1]))
+                table[i][j] = (
+                    table[i - 1][j - 1] + 1
+                    if a[i - 1] == b[j - 1]
+                    else max(table[i - 1][j], table[i][j - 1])
+                )
         assert lcs_length(a, b) == table[-1][-1]
 
 

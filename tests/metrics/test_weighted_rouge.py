@@ -20,8 +20,12 @@ def test_first_sentence_removed_only_when_given_away() -> None:
     first = "It was a dark and stormy night."
     assert strip_given_first_sentence(first + "  The rain fell.", first) == "The rain fell."
     # near-identical (ratio > 0.9) still counts as the same sentence
-    assert strip_given_first_sentence("It was a dark and stormy night!" + " Rain.", first) == "Rain."
-    assert strip_given_first_sentence("Rain fell all night long. " + first, first).startswith("Rain")
+    assert (
+        strip_given_first_sentence("It was a dark and stormy night!" + " Rain.", first) == "Rain."
+    )
+    assert strip_given_first_sentence("Rain fell all night long. " + first, first).startswith(
+        "Rain"
+    )
     assert strip_given_first_sentence("text", "") == "text"
 
 
@@ -52,9 +56,17 @@ def test_bootstrap_agrees_with_released_group_table(shared_data: Path) -> None:
     res_dir = shared_data / "echotrace/paper_results"
     model, col = "gpt-4.1-2025-04-14", "RougeL_simple_agent_extraction_refined_best"
     with (res_dir / "all_results_feedback_gpt-4.1-2025-04-14.csv").open() as fh:
-        rows = [r for r in csv.DictReader(fh) if r["Model"] == model and r["Category"] == "Public_Domain"]
+        rows = [
+            r
+            for r in csv.DictReader(fh)
+            if r["Model"] == model and r["Category"] == "Public_Domain"
+        ]
     with (res_dir / "category_model_stats_feedback_gpt-4.1-2025-04-14.csv").open() as fh:
-        ref = next(r for r in csv.DictReader(fh) if r["Model"] == model and r["Category"] == "Public_Domain")
+        ref = next(
+            r
+            for r in csv.DictReader(fh)
+            if r["Model"] == model and r["Category"] == "Public_Domain"
+        )
     ours = bootstrap_group_mean([float(r[col]) for r in rows], seed=0)
     assert ours.n_items == 15
     assert ours.mean == pytest.approx(float(ref[col + "_mean"]), abs=0.01)

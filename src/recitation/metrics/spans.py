@@ -199,7 +199,8 @@ def max_passage_spans(
             continue
         i, matched = picked
         last = blocks[j - 1]
-        spans.append(Span(blocks[i][0], last[0] + last[2], blocks[i][1], last[1] + last[2], matched))
+        first = blocks[i]
+        spans.append(Span(first[0], last[0] + last[2], first[1], last[1] + last[2], matched))
         j = i
     spans.sort(key=lambda s: s.length, reverse=True)
     return spans
