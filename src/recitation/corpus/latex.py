@@ -242,7 +242,8 @@ def clean_latex(tex: str) -> str:
     macros, tex = extract_macros(tex)
     tex = expand_macros(tex, macros)
     tex = _FLOAT_ENV.sub("", tex)
-    m = _BIB.search(tex, _BEGIN_DOC.search(tex).end() if _BEGIN_DOC.search(tex) else 0)
+    begin = _BEGIN_DOC.search(tex)
+    m = _BIB.search(tex, begin.end() if begin else 0)
     return tex[: m.start()] if m else tex
 
 

@@ -13,6 +13,7 @@ import ast
 import csv
 import logging
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 from recitation.corpus.model import Book
@@ -64,7 +65,7 @@ class PdncNovel:
         return None
 
 
-def _literal(raw: str, where: str) -> object:
+def _literal(raw: str, where: str) -> Any:
     if raw in ("", "nan", "None"):
         return []
     try:
@@ -110,7 +111,7 @@ def load_quotations(path: Path, text: str, *, strict: bool = False) -> tuple[Quo
     for i, row in enumerate(_rows(path)):
         where = f"{path.name} row {i + 2}"
         raw_spans = _literal(row.get("quoteByteSpans", ""), where)
-        spans = [(int(a), int(b)) for a, b in raw_spans]  # type: ignore[union-attr]
+        spans = [(int(a), int(b)) for a, b in raw_spans]
         quote = row.get("quoteText", "")
         if not _spans_ok(text, spans, quote):
             msg = f"{where}: spans {spans} do not reproduce quotation {quote[:40]!r}"
@@ -122,7 +123,7 @@ def load_quotations(path: Path, text: str, *, strict: bool = False) -> tuple[Quo
         out.append(Quotation(
             id=row.get("quoteID", str(i)), text=quote, spans=tuple(spans),
             speaker=row.get("speaker", ""),
-            addressees=tuple(str(a) for a in addressees),  # type: ignore[union-attr]
+            addressees=tuple(str(a) for a in addressees),
             quote_type=row.get("quoteType", ""),
             referring_expression=row.get("referringExpression", ""),
         ))
