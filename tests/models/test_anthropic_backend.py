@@ -46,10 +46,16 @@ async def test_messages_equal_local_model_greedy(
     """The server decodes /v1/messages greedily (the API takes no temperature), so the
     answer equals LocalModel's greedy answer to the same chat; a plain prompt is sent as one
     user message."""
-    reqs = [GenerationRequest(messages=(Message("system", "You are a helpful assistant."),
-                                        Message("user", "What is two plus two?")),
-                              max_tokens=8),
-            GenerationRequest(prompt="Name a fruit.", max_tokens=8, stop=("\n",))]
+    reqs = [
+        GenerationRequest(
+            messages=(
+                Message("system", "You are a helpful assistant."),
+                Message("user", "What is two plus two?"),
+            ),
+            max_tokens=8,
+        ),
+        GenerationRequest(prompt="Name a fruit.", max_tokens=8, stop=("\n",)),
+    ]
     remote = AnthropicModel("smollm2", base_url=local_server.root_url, api_key_env=None)
     got = await remote.generate(reqs)
     await remote.aclose()
@@ -63,19 +69,35 @@ async def test_messages_equal_local_model_greedy(
 
 async def test_request_shape(scripted_server: ServerHandle, key: str) -> None:
     m = client_for(scripted_server)
-    out = await m.generate([GenerationRequest(
-        messages=(Message("system", "one"), Message("system", "two"), Message("user", "a b c"),
-                  Message("assistant", "d"), Message("user", "e f g")),
-        max_tokens=2, temperature=0.7, top_p=0.5, seed=1, stop=("zz",))])
+    out = await m.generate(
+        [
+            GenerationRequest(
+                messages=(
+                    Message("system", "one"),
+                    Message("system", "two"),
+                    Message("user", "a b c"),
+                    Message("assistant", "d"),
+                    Message("user", "e f g"),
+                ),
+                max_tokens=2,
+                temperature=0.7,
+                top_p=0.5,
+                seed=1,
+                stop=("zz",),
+            )
+        ]
+    )
     await m.aclose()
     assert out[0].text == "e f" and out[0].finish_reason == "length"
     assert out[0].usage.input_tokens == 3 and out[0].usage.output_tokens == 2
     [info] = scripted_server.received
     assert info.path == "/v1/messages" and info.body is not None
     assert info.body["system"] == "one\n\ntwo"
-    assert info.body["messages"] == [{"role": "user", "content": "a b c"},
-                                     {"role": "assistant", "content": "d"},
-                                     {"role": "user", "content": "e f g"}]
+    assert info.body["messages"] == [
+        {"role": "user", "content": "a b c"},
+        {"role": "assistant", "content": "d"},
+        {"role": "user", "content": "e f g"},
+    ]
     assert info.body["max_tokens"] == 2 and info.body["stop_sequences"] == ["zz"]
     # API version 2026-10-21 rejects sampling parameters: none are sent
     assert not {"temperature", "top_p", "top_k", "seed"} & set(info.body)
@@ -85,12 +107,14 @@ async def test_request_shape(scripted_server: ServerHandle, key: str) -> None:
 
 def test_plain_prompt_becomes_one_user_message() -> None:
     p = messages_params("m", GenerationRequest(prompt="continue this", max_tokens=5))
-    assert p == {"model": "m", "max_tokens": 5,
-                 "messages": [{"role": "user", "content": "continue this"}]}
+    assert p == {
+        "model": "m",
+        "max_tokens": 5,
+        "messages": [{"role": "user", "content": "continue this"}],
+    }
 
 
-async def test_logprobs_and_score_are_unsupported(scripted_server: ServerHandle,
-                                                  key: str) -> None:
+async def test_logprobs_and_score_are_unsupported(scripted_server: ServerHandle, key: str) -> None:
     m = client_for(scripted_server)
     assert not m.capabilities.logprobs and not m.capabilities.seeded_sampling
     with pytest.raises(UnsupportedRequest, match="log-probabilities"):
@@ -110,14 +134,22 @@ def test_missing_key_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_key_is_not_in_repr_or_identity(key: str) -> None:
     m = AnthropicModel("claude-x", api_key_env=KEY_ENV)
-    assert m.identity() == {"backend": "anthropic", "model": "claude-x",
-                            "base_url": "https://api.anthropic.com"}
+    assert m.identity() == {
+        "backend": "anthropic",
+        "model": "claude-x",
+        "base_url": "https://api.anthropic.com",
+    }
     assert key not in repr(m) and key not in str(m.identity())
 
 
 async def test_rejected_key_is_authentication_error_without_the_key(key: str) -> None:
-    body = FaultAction.json_body({"type": "error", "error": {
-        "type": "authentication_error", "message": f"invalid x-api-key {key}"}}, 401)
+    body = FaultAction.json_body(
+        {
+            "type": "error",
+            "error": {"type": "authentication_error", "message": f"invalid x-api-key {key}"},
+        },
+        401,
+    )
     with start_server(ScriptedModel(), fault_hook=lambda i: body) as h:
         m = client_for(h)
         with pytest.raises(AuthenticationError) as e:

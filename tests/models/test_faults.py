@@ -65,10 +65,16 @@ class Backend:
 
 
 BACKENDS = [
-    Backend("openai", lambda h: OpenAIModel("scripted", base_url=h.url, api_key_env=KEY_ENV,
-                                            timeout=TIMEOUT)),
-    Backend("anthropic", lambda h: AnthropicModel("scripted", base_url=h.root_url,
-                                                  api_key_env=KEY_ENV, timeout=TIMEOUT)),
+    Backend(
+        "openai",
+        lambda h: OpenAIModel("scripted", base_url=h.url, api_key_env=KEY_ENV, timeout=TIMEOUT),
+    ),
+    Backend(
+        "anthropic",
+        lambda h: AnthropicModel(
+            "scripted", base_url=h.root_url, api_key_env=KEY_ENV, timeout=TIMEOUT
+        ),
+    ),
 ]
 
 # name -> (fault, recitation error, words the final message must contain)
@@ -76,11 +82,17 @@ FAULTS: dict[str, tuple[FaultAction, type[BackendError], list[str]]] = {
     "429": (FaultAction.rate_limited(retry_after=0.05), RateLimitError, ["HTTP 429"]),
     "500": (FaultAction.server_error(500), ServerError, ["HTTP 500"]),
     "timeout": (FaultAction.hang(), BackendTimeout, ["timed out"]),
-    "dropped-connection": (FaultAction.drop_connection(), BackendConnectionError,
-                           ["connection error"]),
+    "dropped-connection": (
+        FaultAction.drop_connection(),
+        BackendConnectionError,
+        ["connection error"],
+    ),
     "malformed-json": (FaultAction.malformed_json(), MalformedResponseError, ["not valid JSON"]),
-    "wrong-shape": (FaultAction.json_body({"unexpected": [1, 2]}), MalformedResponseError,
-                    ["unexpected shape"]),
+    "wrong-shape": (
+        FaultAction.json_body({"unexpected": [1, 2]}),
+        MalformedResponseError,
+        ["unexpected shape"],
+    ),
 }
 
 
@@ -111,8 +123,9 @@ REQ = GenerationRequest.chat("alpha beta gamma", max_tokens=2)
 
 @pytest.mark.parametrize("backend", BACKENDS, ids=lambda b: b.name)
 @pytest.mark.parametrize("fault", list(FAULTS))
-async def test_transient_fault_is_retried(backend: Backend, fault: str, server: ServerHandle,
-                                          faults: Faults, store: RunStore) -> None:
+async def test_transient_fault_is_retried(
+    backend: Backend, fault: str, server: ServerHandle, faults: Faults, store: RunStore
+) -> None:
     faults.set(FAULTS[fault][0], times=2)
     m = ManagedModel(backend.make(server), store=store, retry=FAST)
     [gen] = await m.generate([REQ])
@@ -146,11 +159,11 @@ async def test_persistent_fault_is_reported_and_recorded(
 
 
 @pytest.mark.parametrize("backend", BACKENDS, ids=lambda b: b.name)
-async def test_retry_after_is_honoured(backend: Backend, server: ServerHandle,
-                                       faults: Faults) -> None:
+async def test_retry_after_is_honoured(
+    backend: Backend, server: ServerHandle, faults: Faults
+) -> None:
     faults.set(FaultAction.rate_limited(retry_after=0.4), times=1)
-    m = ManagedModel(backend.make(server), retry=RetryPolicy(3, base_delay=0.001,
-                                                             max_delay=5.0))
+    m = ManagedModel(backend.make(server), retry=RetryPolicy(3, base_delay=0.001, max_delay=5.0))
     t0 = time.monotonic()
     [gen] = await m.generate([REQ])
     await m.aclose()
@@ -158,8 +171,9 @@ async def test_retry_after_is_honoured(backend: Backend, server: ServerHandle,
 
 
 @pytest.mark.parametrize("backend", BACKENDS, ids=lambda b: b.name)
-async def test_rejected_key_is_not_retried(backend: Backend, server: ServerHandle,
-                                           faults: Faults, store: RunStore) -> None:
+async def test_rejected_key_is_not_retried(
+    backend: Backend, server: ServerHandle, faults: Faults, store: RunStore
+) -> None:
     faults.set(FaultAction.server_error(401))
     m = ManagedModel(backend.make(server), store=store, retry=FAST)
     with pytest.raises(AuthenticationError, match=r"after 1 attempt\(s\).*HTTP 401"):
@@ -170,7 +184,10 @@ async def test_rejected_key_is_not_retried(backend: Backend, server: ServerHandl
 
 @pytest.mark.parametrize("backend", BACKENDS, ids=lambda b: b.name)
 async def test_key_never_reaches_store_or_logs(
-    backend: Backend, server: ServerHandle, faults: Faults, tmp_path: Path,
+    backend: Backend,
+    server: ServerHandle,
+    faults: Faults,
+    tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Successful calls, retried failures and an error reply that echoes the key: the key is
@@ -200,7 +217,9 @@ async def test_key_never_reaches_store_or_logs(
 
 def test_missing_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(KEY_ENV)
-    for make in (lambda: OpenAIModel("m", api_key_env=KEY_ENV),
-                 lambda: AnthropicModel("m", api_key_env=KEY_ENV)):
+    for make in (
+        lambda: OpenAIModel("m", api_key_env=KEY_ENV),
+        lambda: AnthropicModel("m", api_key_env=KEY_ENV),
+    ):
         with pytest.raises(AuthenticationError, match=f"environment variable {KEY_ENV}"):
             make()

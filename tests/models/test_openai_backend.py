@@ -55,9 +55,14 @@ def local_server(local_model: LocalModel) -> Iterator[ServerHandle]:
 
 CHAT = [
     GenerationRequest.chat("What is the capital of France?", max_tokens=10),
-    GenerationRequest(messages=(Message("system", "You are a poet."),
-                                Message("user", "Write one line about the sea.")),
-                      max_tokens=10, stop=("\n",)),
+    GenerationRequest(
+        messages=(
+            Message("system", "You are a poet."),
+            Message("user", "Write one line about the sea."),
+        ),
+        max_tokens=10,
+        stop=("\n",),
+    ),
 ]
 PLAIN = [
     GenerationRequest(prompt="In the beginning God created", max_tokens=12),
@@ -86,10 +91,11 @@ async def test_greedy_generation_equals_local_model(
 async def test_generation_logprobs_and_seeded_sampling_match(
     local_model: LocalModel, local_server: ServerHandle
 ) -> None:
-    reqs = [GenerationRequest.chat("Name a colour.", max_tokens=8, logprobs=True),
-            GenerationRequest(prompt="Once upon a time", max_tokens=8, logprobs=True),
-            GenerationRequest(prompt="Once upon a time", max_tokens=8, temperature=0.9,
-                              seed=7)]
+    reqs = [
+        GenerationRequest.chat("Name a colour.", max_tokens=8, logprobs=True),
+        GenerationRequest(prompt="Once upon a time", max_tokens=8, logprobs=True),
+        GenerationRequest(prompt="Once upon a time", max_tokens=8, temperature=0.9, seed=7),
+    ]
     remote = OpenAIModel("smollm2", base_url=local_server.url, api_key_env=None)
     got = await remote.generate(reqs)
     await remote.aclose()
@@ -104,8 +110,10 @@ async def test_generation_logprobs_and_seeded_sampling_match(
 async def test_prompt_logprobs_equal_local_score(
     local_model: LocalModel, local_server: ServerHandle
 ) -> None:
-    texts = ["In the beginning God created the heaven and the earth.",
-             "And Enos lived ninety years, and begat Cainan."]
+    texts = [
+        "In the beginning God created the heaven and the earth.",
+        "And Enos lived ninety years, and begat Cainan.",
+    ]
     remote = OpenAIModel("smollm2", base_url=local_server.url, api_key_env=None)
     got = await remote.score(texts)
     await remote.aclose()
@@ -120,20 +128,38 @@ async def test_prompt_logprobs_equal_local_score(
 # -- request shape, keys, concurrency (scripted model) -------------------------------------
 async def test_parameters_reach_the_server(scripted_server: ServerHandle, key: str) -> None:
     m = client_for(scripted_server)
-    await m.generate([
-        GenerationRequest.chat("a b c", system="sys", max_tokens=2, temperature=0.5,
-                               top_p=0.9, seed=3, stop=("x", "y"), logprobs=True),
-        GenerationRequest(prompt="d e f", max_tokens=2, logprobs=True),
-    ])
+    await m.generate(
+        [
+            GenerationRequest.chat(
+                "a b c",
+                system="sys",
+                max_tokens=2,
+                temperature=0.5,
+                top_p=0.9,
+                seed=3,
+                stop=("x", "y"),
+                logprobs=True,
+            ),
+            GenerationRequest(prompt="d e f", max_tokens=2, logprobs=True),
+        ]
+    )
     await m.aclose()
     by_path = {i.path: i for i in scripted_server.received}
     chat = by_path["/v1/chat/completions"]
     assert chat.body is not None and chat.body["messages"] == [
-        {"role": "system", "content": "sys"}, {"role": "user", "content": "a b c"}]
-    assert {k: chat.body[k] for k in ("max_tokens", "temperature", "top_p", "seed", "stop",
-                                      "logprobs")} == {
-        "max_tokens": 2, "temperature": 0.5, "top_p": 0.9, "seed": 3, "stop": ["x", "y"],
-        "logprobs": True}
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "a b c"},
+    ]
+    assert {
+        k: chat.body[k] for k in ("max_tokens", "temperature", "top_p", "seed", "stop", "logprobs")
+    } == {
+        "max_tokens": 2,
+        "temperature": 0.5,
+        "top_p": 0.9,
+        "seed": 3,
+        "stop": ["x", "y"],
+        "logprobs": True,
+    }
     plain = by_path["/v1/completions"]
     assert plain.body is not None and plain.body["prompt"] == "d e f"
     assert plain.body["logprobs"] == 1 and "seed" not in plain.body
@@ -178,10 +204,14 @@ def test_missing_key_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_key_is_not_in_repr_identity_or_attributes(key: str) -> None:
-    m = OpenAIModel("gpt-x", base_url="http://user:pw@127.0.0.1:9/v1?token=abc",
-                    api_key_env=KEY_ENV)
-    assert m.identity() == {"backend": "openai", "model": "gpt-x",
-                            "base_url": "http://127.0.0.1:9/v1"}
+    m = OpenAIModel(
+        "gpt-x", base_url="http://user:pw@127.0.0.1:9/v1?token=abc", api_key_env=KEY_ENV
+    )
+    assert m.identity() == {
+        "backend": "openai",
+        "model": "gpt-x",
+        "base_url": "http://127.0.0.1:9/v1",
+    }
     for text in (repr(m), str(m.identity()), str(vars(m).get("server"))):
         assert key not in text and "pw" not in text
 
@@ -195,7 +225,8 @@ async def test_no_key_needed_sends_a_placeholder(scripted_server: ServerHandle) 
 
 async def test_rejected_key_is_authentication_error_without_the_key(key: str) -> None:
     body = FaultAction.json_body(
-        {"error": {"message": f"Incorrect API key provided: {key}", "type": "auth"}}, 401)
+        {"error": {"message": f"Incorrect API key provided: {key}", "type": "auth"}}, 401
+    )
     with start_server(ScriptedModel(), fault_hook=lambda i: body) as h:
         m = client_for(h)
         with pytest.raises(AuthenticationError) as e:
@@ -207,9 +238,13 @@ async def test_rejected_key_is_authentication_error_without_the_key(key: str) ->
 
 # -- score and errors --------------------------------------------------------------------------
 async def test_score_without_prompt_logprobs_is_unsupported(key: str) -> None:
-    reply = {"id": "c", "object": "text_completion", "created": 0, "model": "m",
-             "choices": [{"index": 0, "text": "hello", "finish_reason": "length",
-                          "logprobs": None}]}
+    reply = {
+        "id": "c",
+        "object": "text_completion",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "text": "hello", "finish_reason": "length", "logprobs": None}],
+    }
     with start_server(ScriptedModel(), fault_hook=lambda i: FaultAction.json_body(reply)) as h:
         m = client_for(h)
         with pytest.raises(UnsupportedRequest, match="no prompt log-probabilities"):
@@ -251,10 +286,18 @@ async def test_unreachable_server_is_a_connection_error(key: str) -> None:
 
 async def test_switches_to_max_completion_tokens_when_asked(key: str) -> None:
     """OpenAI's reasoning models reject max_tokens with a 400 naming the replacement."""
-    reject = FaultAction.json_body({"error": {
-        "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
-                   "Use 'max_completion_tokens' instead.", "type": "invalid_request_error",
-        "param": "max_tokens", "code": "unsupported_parameter"}}, 400)
+    reject = FaultAction.json_body(
+        {
+            "error": {
+                "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                "Use 'max_completion_tokens' instead.",
+                "type": "invalid_request_error",
+                "param": "max_tokens",
+                "code": "unsupported_parameter",
+            }
+        },
+        400,
+    )
 
     def hook(info: RequestInfo) -> FaultAction | None:
         return reject if info.body and "max_tokens" in info.body else None
@@ -267,4 +310,7 @@ async def test_switches_to_max_completion_tokens_when_asked(key: str) -> None:
         await m.aclose()
     sent = [i.body for i in h.received]
     assert [("max_tokens" in b, b.get("max_completion_tokens")) for b in sent if b] == [
-        (True, None), (False, 2), (False, 2)]
+        (True, None),
+        (False, 2),
+        (False, 2),
+    ]

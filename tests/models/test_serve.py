@@ -55,11 +55,19 @@ def test_models_lists_the_served_model(server: ServerHandle) -> None:
 
 
 def test_chat_completion_shape_and_usage(server: ServerHandle) -> None:
-    r = post(server, "/v1/chat/completions", {
-        "model": "anything", "max_tokens": 2, "temperature": 0,
-        "messages": [{"role": "system", "content": "be brief"},
-                     {"role": "user", "content": [{"type": "text", "text": "alpha beta gamma"}]}],
-    })
+    r = post(
+        server,
+        "/v1/chat/completions",
+        {
+            "model": "anything",
+            "max_tokens": 2,
+            "temperature": 0,
+            "messages": [
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": [{"type": "text", "text": "alpha beta gamma"}]},
+            ],
+        },
+    )
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["object"] == "chat.completion"
@@ -71,16 +79,22 @@ def test_chat_completion_shape_and_usage(server: ServerHandle) -> None:
 
 
 def test_completions_list_prompts_and_echo(server: ServerHandle) -> None:
-    r = post(server, "/v1/completions", {"model": "m", "prompt": ["a b c", "d e"],
-                                        "max_tokens": 5, "echo": True})
+    r = post(
+        server,
+        "/v1/completions",
+        {"model": "m", "prompt": ["a b c", "d e"], "max_tokens": 5, "echo": True},
+    )
     assert r.status_code == 200, r.text
     texts = [c["text"] for c in r.json()["choices"]]
     assert texts == ["a b ca b c", "d ed e"]  # echo: prompt + continuation
 
 
 def test_prompt_logprobs_via_echo(server: ServerHandle) -> None:
-    r = post(server, "/v1/completions", {"model": "m", "prompt": "one two three",
-                                        "echo": True, "logprobs": 1, "max_tokens": 0})
+    r = post(
+        server,
+        "/v1/completions",
+        {"model": "m", "prompt": "one two three", "echo": True, "logprobs": 1, "max_tokens": 0},
+    )
     assert r.status_code == 200, r.text
     lp = r.json()["choices"][0]["logprobs"]
     assert lp["tokens"] == ["one", "two", "three"]
@@ -88,20 +102,33 @@ def test_prompt_logprobs_via_echo(server: ServerHandle) -> None:
     assert lp["token_logprobs"][1:] == pytest.approx([-1.38629436, -1.79175947])
 
 
-@pytest.mark.parametrize("path, body, fragment", [
-    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
-                              "temperature": "hot"}, "'temperature' must be"),
-    ("/v1/chat/completions", {"messages": []}, "'messages' must be a non-empty list"),
-    ("/v1/chat/completions", {"messages": [{"role": "tool", "content": "x"}]}, "role must be"),
-    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}], "n": 2},
-     "'n' must be 1"),
-    ("/v1/completions", {"prompt": [1, 2, 3]}, "token ids are not supported"),
-    ("/v1/completions", {"prompt": "x", "stream": True}, "streaming is not supported"),
-    ("/v1/completions", {"prompt": "x", "echo": True, "logprobs": 1, "max_tokens": 3},
-     "only with max_tokens 0"),
-])
-def test_bad_requests_get_openai_style_400(server: ServerHandle, path: str,
-                                           body: dict[str, Any], fragment: str) -> None:
+@pytest.mark.parametrize(
+    "path, body, fragment",
+    [
+        (
+            "/v1/chat/completions",
+            {"messages": [{"role": "user", "content": "x"}], "temperature": "hot"},
+            "'temperature' must be",
+        ),
+        ("/v1/chat/completions", {"messages": []}, "'messages' must be a non-empty list"),
+        ("/v1/chat/completions", {"messages": [{"role": "tool", "content": "x"}]}, "role must be"),
+        (
+            "/v1/chat/completions",
+            {"messages": [{"role": "user", "content": "x"}], "n": 2},
+            "'n' must be 1",
+        ),
+        ("/v1/completions", {"prompt": [1, 2, 3]}, "token ids are not supported"),
+        ("/v1/completions", {"prompt": "x", "stream": True}, "streaming is not supported"),
+        (
+            "/v1/completions",
+            {"prompt": "x", "echo": True, "logprobs": 1, "max_tokens": 3},
+            "only with max_tokens 0",
+        ),
+    ],
+)
+def test_bad_requests_get_openai_style_400(
+    server: ServerHandle, path: str, body: dict[str, Any], fragment: str
+) -> None:
     r = post(server, path, body)
     assert r.status_code == 400
     assert fragment in r.json()["error"]["message"]
@@ -109,17 +136,21 @@ def test_bad_requests_get_openai_style_400(server: ServerHandle, path: str,
 
 
 def test_anthropic_errors_use_the_messages_error_format(server: ServerHandle) -> None:
-    r = post(server, "/v1/messages", {"model": "m", "messages": [{"role": "user",
-                                                                 "content": "x"}]})
+    r = post(server, "/v1/messages", {"model": "m", "messages": [{"role": "user", "content": "x"}]})
     assert r.status_code == 400
-    assert r.json() == {"type": "error", "error": {"type": "invalid_request_error",
-                                                   "message": "max_tokens: Field required"}}
+    assert r.json() == {
+        "type": "error",
+        "error": {"type": "invalid_request_error", "message": "max_tokens: Field required"},
+    }
 
 
 def test_unknown_route_and_invalid_json(server: ServerHandle) -> None:
     assert httpx.post(f"{server.url}/nope", json={}).status_code == 404
-    r = httpx.post(f"{server.url}/completions", content=b"{not json",
-                   headers={"Content-Type": "application/json"})
+    r = httpx.post(
+        f"{server.url}/completions",
+        content=b"{not json",
+        headers={"Content-Type": "application/json"},
+    )
     assert r.status_code == 400 and "not valid JSON" in r.json()["error"]["message"]
 
 
@@ -140,9 +171,12 @@ def test_model_errors_become_http_errors() -> None:
 
 
 def test_fault_hook_status_headers_and_body() -> None:
-    faults = {0: FaultAction.rate_limited(retry_after=1.5), 1: FaultAction.server_error(503),
-              2: FaultAction.malformed_json(b'{"choices": ['),
-              3: FaultAction.json_body({"unexpected": True})}
+    faults = {
+        0: FaultAction.rate_limited(retry_after=1.5),
+        1: FaultAction.server_error(503),
+        2: FaultAction.malformed_json(b'{"choices": ['),
+        3: FaultAction.json_body({"unexpected": True}),
+    }
 
     def hook(info: RequestInfo) -> FaultAction | None:
         return faults.get(info.index)
@@ -171,8 +205,7 @@ def test_delay_then_answer_counts_as_completed() -> None:
 def test_client_timing_out_during_a_hang_is_not_completed() -> None:
     with start_server(ScriptedModel(), fault_hook=lambda i: FaultAction.hang()) as h:
         with pytest.raises(httpx.ReadTimeout):
-            httpx.post(f"{h.url}/completions", json={"prompt": "x", "max_tokens": 1},
-                       timeout=0.2)
+            httpx.post(f"{h.url}/completions", json={"prompt": "x", "max_tokens": 1}, timeout=0.2)
         wait_for(lambda: len(h.aborted) == 1)
         assert h.completed == [] and len(h.received) == 1
 
@@ -237,17 +270,28 @@ def test_record_requests_off_keeps_nothing() -> None:
 def test_serve_cli_serves_the_embedded_model(tmp_path: Any) -> None:
     """`recitation serve --port 0` prints its URL, answers, and stops cleanly on Ctrl-C."""
     code = "from recitation.cli import main; raise SystemExit(main())"
-    proc = subprocess.Popen([sys.executable, "-c", code, "serve", "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert line.startswith("Serving "), line + (proc.stderr.read() if proc.stderr else "")
         url = line.split(" at ")[1].strip()
         assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
-        r = httpx.post(f"{url}/chat/completions", timeout=60, json={
-            "model": "smollm2", "max_tokens": 4, "temperature": 0,
-            "messages": [{"role": "user", "content": "Say hello."}]})
+        r = httpx.post(
+            f"{url}/chat/completions",
+            timeout=60,
+            json={
+                "model": "smollm2",
+                "max_tokens": 4,
+                "temperature": 0,
+                "messages": [{"role": "user", "content": "Say hello."}],
+            },
+        )
         assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"]
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=20) == 0

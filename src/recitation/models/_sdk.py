@@ -135,8 +135,13 @@ def map_sdk_error(err: Exception, sdk: ModuleType, where: str, secret: str | Non
         return MalformedResponseError(redact(f"{where}: reply is not valid JSON: {err}", secret))
     if isinstance(err, sdk.APIResponseValidationError):
         return MalformedResponseError(
-            redact(f"{where}: reply did not match the API schema (HTTP {err.status_code}): "
-                   f"{err.message}", secret), status=err.status_code)
+            redact(
+                f"{where}: reply did not match the API schema (HTTP {err.status_code}): "
+                f"{err.message}",
+                secret,
+            ),
+            status=err.status_code,
+        )
     if isinstance(err, sdk.APITimeoutError):
         return BackendTimeout(f"{where}: request timed out")
     if isinstance(err, sdk.APIConnectionError):
@@ -154,8 +159,9 @@ def _map_status(err: Any, where: str, secret: str | None) -> BackendError:
     status = int(err.status_code)
     msg = redact(f"{where}: HTTP {status}: {_server_message(err)}", secret)
     if status == 429:
-        return RateLimitError(msg, status=status,
-                              retry_after=retry_after_seconds(err.response.headers))
+        return RateLimitError(
+            msg, status=status, retry_after=retry_after_seconds(err.response.headers)
+        )
     if status in (401, 403):
         return AuthenticationError(msg, status=status)
     if status == 408:

@@ -78,12 +78,19 @@ def messages_params(model: str, req: GenerationRequest) -> dict[str, Any]:
 
 class AnthropicModel(Model):
     backend = "anthropic"
-    capabilities = Capabilities(chat=True, completion=False, logprobs=False,
-                                full_distribution=False, seeded_sampling=False)
+    capabilities = Capabilities(
+        chat=True, completion=False, logprobs=False, full_distribution=False, seeded_sampling=False
+    )
 
-    def __init__(self, model: str, *, base_url: str | None = None,
-                 api_key_env: str | None = "ANTHROPIC_API_KEY", timeout: float = 60.0,
-                 max_concurrency: int = 8) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = "ANTHROPIC_API_KEY",
+        timeout: float = 60.0,
+        max_concurrency: int = 8,
+    ) -> None:
         self._anthropic = _sdk()
         self.name = model
         self.base_url = base_url
@@ -94,12 +101,16 @@ class AnthropicModel(Model):
         self._clients: PerLoopClient[Any] = PerLoopClient(self._new_client, max_concurrency)
         self._warned_sampling = False
         if self.server.endswith("/v1"):
-            log.warning("%s: base_url ends with /v1, but the anthropic SDK appends "
-                        "/v1/messages itself; use the server root", self._where)
+            log.warning(
+                "%s: base_url ends with /v1, but the anthropic SDK appends "
+                "/v1/messages itself; use the server root",
+                self._where,
+            )
 
     def _new_client(self) -> Any:
-        return self._anthropic.AsyncAnthropic(api_key=self.__key, base_url=self.base_url,
-                                              timeout=self.timeout, max_retries=0)
+        return self._anthropic.AsyncAnthropic(
+            api_key=self.__key, base_url=self.base_url, timeout=self.timeout, max_retries=0
+        )
 
     def __repr__(self) -> str:
         return f"AnthropicModel(model={self.name!r}, base_url={self.server!r})"
@@ -122,8 +133,11 @@ class AnthropicModel(Model):
         params = messages_params(self.name, req)
         if not self._warned_sampling:
             self._warned_sampling = True
-            log.warning("%s: the Messages API takes no temperature, top_p or seed; the "
-                        "server's own sampling applies to every request", self._where)
+            log.warning(
+                "%s: the Messages API takes no temperature, top_p or seed; the "
+                "server's own sampling applies to every request",
+                self._where,
+            )
         try:
             reply = await client.messages.create(**params)
         except Exception as e:
@@ -145,7 +159,8 @@ class AnthropicModel(Model):
         except (AttributeError, TypeError, ValueError) as e:
             raise MalformedResponseError(
                 f"{self._where}: reply has an unexpected shape ({type(reply).__name__}: "
-                f"{type(e).__name__}: {e})") from None
+                f"{type(e).__name__}: {e})"
+            ) from None
         finish = "length" if reply.stop_reason == "max_tokens" else "stop"
         return Generation(text=text, finish_reason=finish, usage=Usage(n_in, n_out))
 

@@ -73,12 +73,19 @@ def _sdk() -> Any:
 
 class OpenAIModel(Model):
     backend = "openai"
-    capabilities = Capabilities(chat=True, completion=True, logprobs=True,
-                                full_distribution=False, seeded_sampling=True)
+    capabilities = Capabilities(
+        chat=True, completion=True, logprobs=True, full_distribution=False, seeded_sampling=True
+    )
 
-    def __init__(self, model: str, *, base_url: str | None = None,
-                 api_key_env: str | None = "OPENAI_API_KEY", timeout: float = 60.0,
-                 max_concurrency: int = 8) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        timeout: float = 60.0,
+        max_concurrency: int = 8,
+    ) -> None:
         self._openai = _sdk()
         self.name = model
         self.base_url = base_url
@@ -90,8 +97,9 @@ class OpenAIModel(Model):
         self._chat_limit_param = "max_tokens"
 
     def _new_client(self) -> Any:
-        return self._openai.AsyncOpenAI(api_key=self.__key, base_url=self.base_url,
-                                        timeout=self.timeout, max_retries=0)
+        return self._openai.AsyncOpenAI(
+            api_key=self.__key, base_url=self.base_url, timeout=self.timeout, max_retries=0
+        )
 
     def __repr__(self) -> str:
         return f"OpenAIModel(model={self.name!r}, base_url={self.server!r})"
@@ -122,8 +130,12 @@ class OpenAIModel(Model):
         return await gather_bounded(sem, requests, lambda r: self._generate_one(client, r))
 
     async def _generate_one(self, client: Any, req: GenerationRequest) -> Generation:
-        params: dict[str, Any] = {"model": self.name, "max_tokens": req.max_tokens,
-                                  "temperature": req.temperature, "top_p": req.top_p}
+        params: dict[str, Any] = {
+            "model": self.name,
+            "max_tokens": req.max_tokens,
+            "temperature": req.temperature,
+            "top_p": req.top_p,
+        }
         if req.seed is not None:
             params["seed"] = req.seed
         if req.stop:
@@ -147,8 +159,9 @@ class OpenAIModel(Model):
         try:
             return await self._call(client.chat.completions.create, **params)
         except BackendError as e:
-            if not (e.status == 400 and "max_completion_tokens" in str(e)
-                    and "max_tokens" in params):
+            if not (
+                e.status == 400 and "max_completion_tokens" in str(e) and "max_tokens" in params
+            ):
                 raise
         log.info("%s rejects max_tokens; sending max_completion_tokens instead", self._where)
         self._chat_limit_param = "max_completion_tokens"
@@ -165,16 +178,17 @@ class OpenAIModel(Model):
                 raise TypeError(f"text is {type(text).__name__}")
             lps = _chat_logprobs(choice) if chat else _completion_logprobs(choice)
             finish = "length" if choice.finish_reason == "length" else "stop"
-            return Generation(text=text, finish_reason=finish, usage=_usage(reply),
-                              token_logprobs=lps)
+            return Generation(
+                text=text, finish_reason=finish, usage=_usage(reply), token_logprobs=lps
+            )
         except (AttributeError, IndexError, KeyError, TypeError, ValueError) as e:
             raise self._malformed(reply, e) from None
 
     def _malformed(self, reply: Any, err: Exception) -> MalformedResponseError:
         shape = type(reply).__name__
         return MalformedResponseError(
-            f"{self._where}: reply has an unexpected shape ({shape}: {type(err).__name__}: "
-            f"{err})")
+            f"{self._where}: reply has an unexpected shape ({shape}: {type(err).__name__}: {err})"
+        )
 
     # -- score ------------------------------------------------------------------------
     async def score(self, texts: list[str]) -> list[TokenScores]:
@@ -182,8 +196,15 @@ class OpenAIModel(Model):
         return await gather_bounded(sem, texts, lambda t: self._score_one(client, t))
 
     async def _score_one(self, client: Any, text: str) -> TokenScores:
-        reply = await self._call(client.completions.create, model=self.name, prompt=text,
-                                 echo=True, logprobs=1, max_tokens=0, temperature=0.0)
+        reply = await self._call(
+            client.completions.create,
+            model=self.name,
+            prompt=text,
+            echo=True,
+            logprobs=1,
+            max_tokens=0,
+            temperature=0.0,
+        )
         try:
             choice = reply.choices[0]
             lp = choice.logprobs
@@ -193,22 +214,26 @@ class OpenAIModel(Model):
             raise UnsupportedRequest(
                 f"{self._where} returned no prompt log-probabilities for echo=True, "
                 f"logprobs=1, max_tokens=0; score() needs a server that returns them "
-                f"(e.g. vLLM or `recitation serve`)")
+                f"(e.g. vLLM or `recitation serve`)"
+            )
         try:
             tokens, values = _prompt_part(text, lp)
             logprobs = tuple(float(v) for v in values[1:])
         except (TypeError, ValueError) as e:
             raise self._malformed(reply, e) from None
-        return TokenScores(tokens=tokens, logprobs=logprobs,
-                           usage=Usage(_usage(reply).input_tokens, 0))
+        return TokenScores(
+            tokens=tokens, logprobs=logprobs, usage=Usage(_usage(reply).input_tokens, 0)
+        )
 
 
 def _usage(reply: Any) -> Usage:
     usage = getattr(reply, "usage", None)
     if usage is None:
         return Usage()
-    return Usage(int(getattr(usage, "prompt_tokens", 0) or 0),
-                 int(getattr(usage, "completion_tokens", 0) or 0))
+    return Usage(
+        int(getattr(usage, "prompt_tokens", 0) or 0),
+        int(getattr(usage, "completion_tokens", 0) or 0),
+    )
 
 
 def _chat_logprobs(choice: Any) -> tuple[float, ...] | None:
