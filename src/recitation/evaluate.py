@@ -49,7 +49,13 @@ from recitation.metrics.spans import (
     span_stats,
     span_tokens,
 )
-from recitation.metrics.weighted import WeightedMean, gold_word_count, strip_given_first_sentence
+from recitation.metrics.weighted import (
+    BootstrapMean,
+    WeightedMean,
+    bootstrap_group_mean,
+    gold_word_count,
+    strip_given_first_sentence,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -152,9 +158,7 @@ def evaluate_book(book: Book, cfg: EvaluateConfig | None = None) -> dict[str, An
     }
     if cfg.sweep:
         out["mismatch_sweep"] = {
-            str(n): {
-                m: _span_json(merge_stats(totals[m].sweep.get(n, []))) for m in cfg.methods
-            }
+            str(n): {m: _span_json(merge_stats(totals[m].sweep.get(n, []))) for m in cfg.methods}
             for n in cfg.sweep
         }
     return out
@@ -225,6 +229,24 @@ def evaluate_files(
                 if on_done:
                     on_done(f)
     return [(f, results[f.path]) for f in files]
+
+
+def group_means(
+    rows: Sequence[tuple[ExtractionFile, dict[str, Any]]], *, n_resamples: int = 1000, seed: int = 0
+) -> dict[str, dict[str, BootstrapMean]]:
+    """Per target model and method: bootstrap mean and std of the books' weighted ROUGE-L
+    (RECAP's group analysis; books resampled with replacement, seeded)."""
+    by_model: dict[str, dict[str, list[float]]] = {}
+    for f, res in rows:
+        for method, value in res["rouge_scores"].items():
+            by_model.setdefault(f.model, {}).setdefault(method, []).append(value)
+    return {
+        model: {
+            m: bootstrap_group_mean(v, n_resamples=n_resamples, seed=seed)
+            for m, v in methods.items()
+        }
+        for model, methods in by_model.items()
+    }
 
 
 def released_metrics_path(f: ExtractionFile) -> Path:
@@ -341,6 +363,7 @@ def _print_table(rows: list[tuple[ExtractionFile, dict[str, Any]]], compare_rele
 def _run_evaluate(args: argparse.Namespace) -> int:
     cfg = EvaluateConfig(
         mode=args.mode,
+        profile=args.tokens,
         min_tokens=args.min_tokens,
         max_mismatches=args.max_mismatches,
         sweep=tuple(range(args.max_mismatches + 1)) if args.sweep else (),
@@ -363,8 +386,22 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         (out_dir / f.metrics_name).write_text(
             json.dumps(res, indent=2, ensure_ascii=False), encoding="utf-8"
         )
-    print(f"wrote {len(rows)} metrics files to {out_dir}")
-    return _print_table(rows, args.compare)
+    means = group_means(rows)
+    summary = {
+        model: {m: {"mean": b.mean, "std": b.std, "books": b.n_items} for m, b in ms.items()}
+        for model, ms in means.items()
+    }
+    (out_dir / "group_means.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    print(f"wrote {len(rows)} metrics files and group_means.json to {out_dir}")
+    code = _print_table(rows, args.compare)
+    for model, ms in summary.items():
+        best = ms.get("simple_agent_extraction_refined_best")
+        if best and best["books"] > 1:
+            print(
+                f"{model}: refined_best ROUGE-L over {best['books']} books (bootstrap) "
+                f"{best['mean']:.3f} +/- {best['std']:.3f}"
+            )
+    return code
 
 
 def add_evaluate_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -385,12 +422,17 @@ def add_evaluate_parser(subparsers: argparse._SubParsersAction) -> None:  # type
         default="dedup",
         help="span counting: dedup (default) or recap-compat (the released counts)",
     )
+    p.add_argument(
+        "--tokens",
+        choices=("auto", "recap-v1", "recap-v2", "folded"),
+        default="auto",
+        help="span token normalization (auto: folded for dedup, the released revision's "
+        "for recap-compat)",
+    )
     p.add_argument("--min-tokens", type=int, default=40, help="passage length in tokens")
     p.add_argument("--max-mismatches", type=int, default=5, help="token mismatches per span")
     p.add_argument("--sweep", action="store_true", help="also count for 0..max mismatches")
-    p.add_argument(
-        "--workers", type=int, default=min(2, os.cpu_count() or 1), help="processes"
-    )
+    p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1), help="processes")
     p.add_argument(
         "--compare", action="store_true", help="show deviations from the released metrics"
     )

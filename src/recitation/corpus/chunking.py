@@ -53,15 +53,28 @@ def chunk_text(
         words = list(_WORD.finditer(text))
         for i, (a, b) in enumerate(_windows(len(words), n, step, minimum)):
             cs, ce = words[a].start(), words[b - 1].end()
-            out.append(Passage(id=passage_id(parent_id, i), parent_id=parent_id, index=i,
-                               text=text[cs:ce], start=a, end=b, char_start=cs, char_end=ce))
+            out.append(
+                Passage(
+                    id=passage_id(parent_id, i),
+                    parent_id=parent_id,
+                    index=i,
+                    text=text[cs:ce],
+                    start=a,
+                    end=b,
+                    char_start=cs,
+                    char_end=ce,
+                )
+            )
         return out
     tokens = list(tokenizer(text))
     for i, (a, b) in enumerate(_windows(len(tokens), n, step, minimum)):
         piece = tokens[a:b]
         body = detokenize(piece) if detokenize else " ".join(str(t) for t in piece)
-        out.append(Passage(id=passage_id(parent_id, i), parent_id=parent_id, index=i,
-                           text=body, start=a, end=b))
+        out.append(
+            Passage(
+                id=passage_id(parent_id, i), parent_id=parent_id, index=i, text=body, start=a, end=b
+            )
+        )
     return out
 
 
@@ -80,7 +93,15 @@ def chunk_book(
     for chapter in book.chapters:
         sources = [(e.id, e.text) for e in chapter.events] or [(chapter.id, chapter.text)]
         for node_id, text in sources:
-            out.extend(chunk_text(text, parent_id=node_id, n=n, stride=stride,
-                                  min_tokens=min_tokens, tokenizer=tokenizer,
-                                  detokenize=detokenize))
+            out.extend(
+                chunk_text(
+                    text,
+                    parent_id=node_id,
+                    n=n,
+                    stride=stride,
+                    min_tokens=min_tokens,
+                    tokenizer=tokenizer,
+                    detokenize=detokenize,
+                )
+            )
     return out

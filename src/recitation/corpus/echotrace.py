@@ -50,9 +50,7 @@ def _require(obj: Any, key: str, kind: type, where: str) -> Any:
         raise CorpusError(f"{where}: missing key {key!r}")
     value = obj[key]
     if not isinstance(value, kind):
-        raise CorpusError(
-            f"{where}: {key!r} should be {kind.__name__}, got {type(value).__name__}"
-        )
+        raise CorpusError(f"{where}: {key!r} should be {kind.__name__}, got {type(value).__name__}")
     return value
 
 

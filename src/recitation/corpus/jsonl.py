@@ -79,5 +79,6 @@ def load_jsonl_book(
         Chapter(id=chapter_id(book_id, i), title=d.id, text=d.text, extra=d.metadata)
         for i, d in enumerate(iter_jsonl(p, text_field=text_field))
     ]
-    return Book(id=book_id, title=name, source=str(p), chapters=chapters,
-                metadata={"format": "jsonl"})
+    return Book(
+        id=book_id, title=name, source=str(p), chapters=chapters, metadata={"format": "jsonl"}
+    )

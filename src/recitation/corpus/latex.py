@@ -262,7 +262,9 @@ def load_latex(root: str | Path, *, title: str | None = None) -> Book:
     )
     book_id = slugify(paper_title)
     return Book(
-        id=book_id, title=paper_title, source=str(main),
+        id=book_id,
+        title=paper_title,
+        source=str(main),
         chapters=make_chapters(book_id, _split_sections(body)),
         metadata={"format": "latex", "main_file": main.name},
     )

@@ -13,8 +13,8 @@ import ast
 import csv
 import logging
 from dataclasses import dataclass
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from recitation.corpus.model import Book
 from recitation.corpus.text import load_text
@@ -90,11 +90,15 @@ def load_characters(path: Path) -> tuple[PdncCharacter, ...]:
         aliases = _literal(row.get("Aliases", ""), where)
         if not isinstance(aliases, (set, list, tuple)):
             raise CorpusError(f"{where}: Aliases should be a set or list literal")
-        out.append(PdncCharacter(
-            id=row.get("Character ID", str(i)), name=row.get("Main Name", ""),
-            aliases=tuple(sorted(str(a) for a in aliases)), gender=row.get("Gender", ""),
-            category=row.get("Category", ""),
-        ))
+        out.append(
+            PdncCharacter(
+                id=row.get("Character ID", str(i)),
+                name=row.get("Main Name", ""),
+                aliases=tuple(sorted(str(a) for a in aliases)),
+                gender=row.get("Gender", ""),
+                category=row.get("Category", ""),
+            )
+        )
     return tuple(out)
 
 
@@ -120,13 +124,17 @@ def load_quotations(path: Path, text: str, *, strict: bool = False) -> tuple[Quo
             logger.warning(msg)
             continue
         addressees = _literal(row.get("addressees", ""), where)
-        out.append(Quotation(
-            id=row.get("quoteID", str(i)), text=quote, spans=tuple(spans),
-            speaker=row.get("speaker", ""),
-            addressees=tuple(str(a) for a in addressees),
-            quote_type=row.get("quoteType", ""),
-            referring_expression=row.get("referringExpression", ""),
-        ))
+        out.append(
+            Quotation(
+                id=row.get("quoteID", str(i)),
+                text=quote,
+                spans=tuple(spans),
+                speaker=row.get("speaker", ""),
+                addressees=tuple(str(a) for a in addressees),
+                quote_type=row.get("quoteType", ""),
+                referring_expression=row.get("referringExpression", ""),
+            )
+        )
     return tuple(out)
 
 

@@ -56,12 +56,13 @@ def strip_gutenberg(raw: str) -> GutenbergText:
     start = _START.search(text)
     head = text[: start.start()] if start else ""
     fields = {k.lower(): v for k, v in _FIELD.findall(head)}
-    body = text[start.end():] if start else text
+    body = text[start.end() :] if start else text
     end = _END.search(body)
     if end:
         body = body[: end.start()]
-    return GutenbergText(body.strip("\n"), fields.get("title", ""), fields.get("author", ""),
-                         start is not None)
+    return GutenbergText(
+        body.strip("\n"), fields.get("title", ""), fields.get("author", ""), start is not None
+    )
 
 
 def split_chapters(

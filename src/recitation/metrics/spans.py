@@ -60,7 +60,7 @@ TOKEN_PROFILES: tuple[str, ...] = ("recap-v1", "recap-v2", "folded")
 _WS = re.compile(r"\s+")
 _DELETE = {
     "recap-v1": re.compile("[\"'\u2014\u2013\u2026.,;:!?-]"),
-    "recap-v2": re.compile("[\u201c\u201d\u2018\u2019\"\u2014\u2013\u2026.,;:!?-]"),
+    "recap-v2": re.compile('[\u201c\u201d\u2018\u2019"\u2014\u2013\u2026.,;:!?-]'),
 }
 _DELETE["folded"] = _DELETE["recap-v1"]
 _TYPOGRAPHIC = str.maketrans(
@@ -159,8 +159,10 @@ def _runs_ending_at(
     out = [(j, blocks[j][2])]
     matched, mismatches = blocks[j][2], 0
     for i in range(j - 1, -1, -1):
-        gap = max(blocks[i + 1][0] - (blocks[i][0] + blocks[i][2]),
-                  blocks[i + 1][1] - (blocks[i][1] + blocks[i][2]))
+        gap = max(
+            blocks[i + 1][0] - (blocks[i][0] + blocks[i][2]),
+            blocks[i + 1][1] - (blocks[i][1] + blocks[i][2]),
+        )
         mismatches += gap
         if mismatches > max_mismatches:
             break
