@@ -1,0 +1,161 @@
+"""``recitation extract``: RECAP and its baselines on one book, written as an EchoTrace
+extraction file that ``recitation evaluate`` scores.
+
+    recitation extract --book BOOK.json --target smollm2 [--helper SPEC] [--judge SPEC]
+        [--methods prefix,dsp,dsp_jailbreak,recap,recap_filter] [--budget-tokens N]
+        [--chapters 1,2] [--events-per-chapter N] [--max-events N] [--out DIR_OR_FILE]
+    recitation extract --export RUN [--out ...]     # (re)write the file of a run
+
+Model specs: ``smollm2`` or ``local:PATH`` (local backend), ``openai:MODEL[@BASE_URL]``,
+``anthropic:MODEL[@BASE_URL]``, ``scripted:NAME``. A killed extraction continues with
+``recitation resume RUN`` followed by ``recitation extract --export RUN``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from recitation.errors import ConfigError
+
+_METHODS = ("prefix", "dsp", "dsp_jailbreak", "recap", "recap_filter")
+
+
+def parse_model_spec(spec: str, key_env: str | None = None) -> dict[str, Any]:
+    """``backend:model[@base_url]`` (bare names are local models) -> ModelConfig fields."""
+    backend, sep, rest = spec.partition(":")
+    if not sep or backend not in ("local", "openai", "anthropic", "scripted"):
+        backend, rest = "local", spec
+    model, _, base_url = rest.partition("@")
+    if not model:
+        raise ConfigError(f"model spec '{spec}': no model name")
+    cfg: dict[str, Any] = {"backend": backend, "model": model}
+    if base_url:
+        cfg["base_url"] = base_url
+    if key_env:
+        cfg["api_key_env"] = key_env
+    if backend == "local":
+        cfg |= {"concurrency": 1, "batch_size": 8}
+    return cfg
+
+
+def _ints(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"--chapters: expected comma-separated integers, got '{text}'") from None
+
+
+def build_params(args: argparse.Namespace) -> dict[str, Any]:
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    bad = [m for m in methods if m not in _METHODS]
+    if bad:
+        raise ConfigError(f"--methods: unknown {bad}; choose from {list(_METHODS)}")
+    params: dict[str, Any] = {"book": str(args.book), "methods": methods,
+                              "chapters": _ints(args.chapters), "segment": args.segment}
+    for name in ("events_per_chapter", "max_events", "max_event_words"):
+        if getattr(args, name) is not None:
+            params[name] = getattr(args, name)
+    if args.helper:
+        params["helper"] = parse_model_spec(args.helper, args.helper_key_env)
+    if args.judge:
+        params["judge"] = parse_model_spec(args.judge, args.helper_key_env)
+    recap: dict[str, Any] = {"max_new_tokens": args.max_new_tokens, "max_rounds": args.rounds,
+                             "feedback_max_tokens": args.feedback_max_tokens}
+    if args.block_leaks:
+        recap["leak"] = {"block": True}
+    if args.domain:
+        recap["domain"] = args.domain
+    params["recap"] = recap
+    params["filter"] = {"time_budget_s": args.filter_budget, "threshold": args.filter_threshold}
+    return params
+
+
+def cmd_extract(args: argparse.Namespace) -> int:
+    from recitation.cli import _execute, console
+    from recitation.runs.config import parse_config
+    from recitation.runs.runner import create_run, find_run
+
+    if args.export:
+        run_dir = find_run(args.export, args.runs_dir)
+        out = export_run(run_dir, args.out)
+        console.print("\n".join(f"wrote {p}" for p in out))
+        return 0
+    if not args.book or not args.target:
+        raise ConfigError("recitation extract needs --book and --target (or --export RUN)")
+    cfg = parse_config({
+        "job": "extract", "name": "extract", "seed": 0,
+        "model": parse_model_spec(args.target, args.target_key_env),
+        "budget": {"max_tokens": args.budget_tokens}, "cache": not args.no_cache,
+        "params": build_params(args)}, source="recitation extract")
+    run_dir = create_run(cfg, args.runs_dir)
+    console.print(f"run directory: {run_dir}  (resume: recitation resume {run_dir})")
+    code = _execute(run_dir)
+    for p in export_run(run_dir, args.out):
+        console.print(f"wrote {p}")
+    return code
+
+
+def export_run(run_dir: Path, out: str | None) -> list[Path]:
+    """Write the extraction file(s) of a run; returns their paths."""
+    from recitation.extract.job import ExtractJob
+    from recitation.extract.report import build_book, extraction_filename, write_extraction
+    from recitation.runs.config import parse_config
+    from recitation.runs.jobs import make_job
+    from recitation.runs.store import RunStore
+
+    with RunStore(run_dir) as store:
+        cfg = parse_config(store.get_meta("config"), source=f"{run_dir} config")
+        records = list(store.results("extract"))
+    job = make_job("extract", cfg.params, cfg.seed)
+    assert isinstance(job, ExtractJob)
+    source = job.book()
+    helper = job.params.helper.model if job.params.helper else cfg.model.model
+    book = build_book(source, records)
+    name = str(book.metadata["book_name"])
+    target = Path(out or "extractions")
+    if target.suffix == ".json":
+        main, filtered = target, target.with_suffix(".filtered.json")
+    else:
+        main = target / extraction_filename(name, cfg.model.model, helper)
+        filtered = target / extraction_filename(name, cfg.model.model + "-filter", helper)
+    paths = [write_extraction(book, main, records)]
+    if "recap_filter" in job.params.methods:
+        paths.append(write_extraction(build_book(source, records, filtered=True), filtered,
+                                      records))
+    return paths
+
+
+def add_extract_parser(subparsers: Any) -> None:
+    """Register ``recitation extract``."""
+    p = subparsers.add_parser("extract", help="RECAP extraction and baselines on one book")
+    p.add_argument("--book", type=Path, help="EchoTrace JSON, plain text or LaTeX file")
+    p.add_argument("--target", help="the audited model (e.g. smollm2, openai:gpt-4.1)")
+    p.add_argument("--helper", help="feedback and summary agent model (default: the target)")
+    p.add_argument("--judge", help="verifier model (default: the helper)")
+    p.add_argument("--target-key-env", help="env variable with the target's API key")
+    p.add_argument("--helper-key-env", help="env variable with the helper's API key")
+    p.add_argument("--methods", default=",".join(_METHODS),
+                   help=f"comma-separated, from {','.join(_METHODS)}")
+    p.add_argument("--chapters", help="0-based chapter indices, e.g. 1,2")
+    p.add_argument("--events-per-chapter", type=int)
+    p.add_argument("--max-events", type=int)
+    p.add_argument("--max-event-words", type=int, help="skip events longer than this")
+    p.add_argument("--segment", action="store_true", help="re-segment with the summary agent")
+    p.add_argument("--domain", choices=("book", "paper"))
+    p.add_argument("--max-new-tokens", type=int, default=512)
+    p.add_argument("--feedback-max-tokens", type=int, default=400)
+    p.add_argument("--rounds", type=int, default=5, help="feedback rounds (max)")
+    p.add_argument("--filter-budget", type=float, default=180.0,
+                   help="seconds to train the parrot model (cached per book)")
+    p.add_argument("--filter-threshold", type=float, default=0.5)
+    p.add_argument("--block-leaks", action="store_true", help="drop leaking hint lines")
+    p.add_argument("--budget-tokens", type=int, help="stop the run after this many tokens")
+    p.add_argument("--out", help="output folder (default ./extractions) or .json file")
+    p.add_argument("--export", metavar="RUN", help="only write the file(s) of a finished run")
+    p.add_argument("--no-cache", action="store_true")
+    p.add_argument("--runs-dir", type=Path, default=None)
+    p.set_defaults(func=cmd_extract)

@@ -1,0 +1,241 @@
+"""The ``extract`` job: RECAP and its baselines on one book, resumable per event.
+
+Items are events when the book already has them (an EchoTrace summary file: its existing
+summaries are used), else chapters (the section summary agent segments each chapter first,
+then the events are extracted in the same item). Every model call goes through the run's
+managed models, so a killed run resumes without re-asking finished events, and an item cut
+short mid-way replays its completed calls from the run store.
+
+Models: the run's ``model`` is the *target*. ``params.helper`` (feedback agent and summary
+agent) and ``params.judge`` (verbatim verifier) are their own model configs; left empty they
+default to the target (helper) and the helper (judge). They share the target's run store,
+response cache, budget and price table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from recitation.corpus.model import Book, Chapter, Event
+from recitation.errors import ConfigError
+from recitation.extract.agents import Pipeline, RecapConfig, run_all
+from recitation.extract.filter import FilterConfig, Parrot, load_or_train_parrot, score_extraction
+from recitation.extract.prompts import EventMeta
+from recitation.extract.records import EventState, Ledger, price_of
+from recitation.extract.summary import SectionSummaryAgent, SummaryConfig
+from recitation.metrics.weighted import strip_given_first_sentence
+from recitation.models.base import Model
+from recitation.models.managed import Limits, ManagedModel, RetryPolicy
+from recitation.runs.config import ModelConfig
+from recitation.runs.jobs import Job, Table, WorkItem
+
+log = logging.getLogger(__name__)
+
+Method = Literal["prefix", "dsp", "dsp_jailbreak", "recap", "recap_filter"]
+METHODS: tuple[str, ...] = ("prefix", "dsp", "dsp_jailbreak", "recap", "recap_filter")
+
+
+class ExtractParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    book: str = Field(description="EchoTrace JSON, plain text, or LaTeX file")
+    format: Literal["auto", "echotrace", "text", "latex"] = "auto"
+    chapters: list[int] | None = Field(None, description="0-based chapter indices to use")
+    events_per_chapter: int | None = Field(None, ge=1)
+    max_events: int | None = Field(None, ge=1)
+    max_event_words: int | None = Field(None, ge=1, description="skip longer events")
+    segment: bool = Field(False, description="re-segment even when the book has events")
+    methods: list[Method] = Field(default_factory=lambda: list(METHODS))
+    helper: ModelConfig | None = None
+    judge: ModelConfig | None = None
+    recap: RecapConfig = RecapConfig()
+    filter: FilterConfig = FilterConfig()
+    summary: SummaryConfig = SummaryConfig()
+
+
+def load_book(path: str, fmt: str = "auto") -> Book:
+    """A book from an EchoTrace JSON file, or through the corpus loaders for text / LaTeX."""
+    p = Path(path)
+    if fmt == "auto":
+        fmt = {".json": "echotrace", ".tex": "latex"}.get(p.suffix.lower(), "text")
+    if fmt == "echotrace":
+        from recitation.corpus.echotrace import load_echotrace
+
+        return load_echotrace(p)
+    module, fn = {"latex": ("recitation.corpus.latex", "load_latex"),
+                  "text": ("recitation.corpus.text", "load_text")}[fmt]
+    try:
+        loader = getattr(__import__(module, fromlist=[fn]), fn)
+    except (ImportError, AttributeError) as e:
+        raise ConfigError(f"params.format: {fmt} books need {module}.{fn}, which is not "
+                          f"available in this version ({e})") from None
+    book: Book = loader(p)
+    return book
+
+
+def _select(book: Book, p: ExtractParams) -> list[Chapter]:
+    idx = p.chapters if p.chapters is not None else range(len(book.chapters))
+    out = []
+    for i in idx:
+        if not 0 <= i < len(book.chapters):
+            raise ConfigError(f"params.chapters: no chapter {i} (the book has "
+                              f"{len(book.chapters)})")
+        out.append(book.chapters[i])
+    return out
+
+
+def _event_payload(book: Book, ch: Chapter, ev: Event) -> dict[str, Any]:
+    return {"kind": "event", "work_title": book.title, "chapter_title": ch.title,
+            "title": ev.title, "characters": ev.characters, "summary": ev.summary,
+            "first_sentence": ev.first_sentence, "text": ev.text}
+
+
+def state_of(item_id: str, payload: dict[str, Any]) -> EventState:
+    meta = EventMeta(payload["work_title"], payload["chapter_title"],
+                     tuple(payload["characters"]), tuple(payload["summary"]),
+                     payload["first_sentence"])
+    gold = payload["text"]
+    return EventState(item_id, meta, gold, strip_given_first_sentence(gold, meta.first_sentence))
+
+
+class ExtractJob(Job):
+    name = "extract"
+    description = "RECAP extraction (and prefix probing, DSP, DSP+jailbreak) on one book"
+    Params = ExtractParams
+    params: ExtractParams
+
+    def __init__(self, params: BaseModel, seed: int) -> None:
+        super().__init__(params, seed)
+        self._book: Book | None = None
+        self._models: dict[str, Model] = {}
+        self._parrot: Parrot | None = None
+
+    def book(self) -> Book:
+        if self._book is None:
+            self._book = load_book(self.params.book, self.params.format)
+        return self._book
+
+    def items(self) -> list[WorkItem]:
+        p, book = self.params, self.book()
+        out: list[WorkItem] = []
+        for ch in _select(book, p):
+            if ch.events and not p.segment:
+                evs = [e for e in ch.events if e.text.strip() and (
+                    p.max_event_words is None or len(e.text.split()) <= p.max_event_words)]
+                out += [WorkItem(e.id, _event_payload(book, ch, e))
+                        for e in evs[: p.events_per_chapter]]
+            else:
+                out.append(WorkItem(ch.id, {"kind": "chapter", "work_title": book.title,
+                                            "chapter_title": ch.title, "text": ch.full_text}))
+        return out[: p.max_events] if p.max_events else out
+
+    # -- models --------------------------------------------------------------------------
+    def use_models(self, *, helper: Model | None = None, judge: Model | None = None) -> None:
+        """Library use and tests: give the helper / judge models directly."""
+        if helper is not None:
+            self._models["helper"] = helper
+        if judge is not None:
+            self._models["judge"] = judge
+
+    def _model_for(self, role: str, cfg: ModelConfig | None, target: Model) -> Model:
+        if role in self._models:
+            return self._models[role]
+        if cfg is None:
+            model = target if role == "helper" else self._model_for("helper", self.params.helper,
+                                                                    target)
+        else:
+            model = _managed_like(cfg, target)
+        self._models[role] = model
+        return model
+
+    # -- running -------------------------------------------------------------------------
+    async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
+        helper = self._model_for("helper", self.params.helper, model)
+        judge = self._model_for("judge", self.params.judge, model)
+        pipe = Pipeline(model, helper, judge, self.params.recap)
+        chapters: dict[str, dict[str, Any]] = {}
+        states: list[tuple[str, EventState]] = []
+        for it in items:
+            if it.payload["kind"] == "event":
+                states.append((it.id, state_of(it.id, it.payload)))
+            else:
+                chapters[it.id] = await self._segment(it, helper)
+                states += [(it.id, s) for s in chapters[it.id]["states"]]
+        methods = set(self.params.methods)
+        await run_all(pipe, [s for _, s in states], methods=methods,
+                      keep=None if "recap" in methods else _passed,
+                      before_feedback=self._score_filter if "recap_filter" in methods else None)
+        return [self._record(it, chapters, states) for it in items]
+
+    def _record(self, it: WorkItem, chapters: dict[str, dict[str, Any]],
+                states: list[tuple[str, EventState]]) -> dict[str, Any]:
+        if it.payload["kind"] == "event":
+            st = next(s for i, s in states if i == it.id)
+            return {"kind": "event", **st.to_record()}
+        ch = chapters[it.id]
+        return {"kind": "chapter", "chapter_id": it.id, "segmentation": ch["segmentation"],
+                "summary_cost": ch["ledger"].to_dict(), "gold_events": ch["gold"],
+                "events": [s.to_record() for i, s in states if i == it.id]}
+
+    async def _segment(self, item: WorkItem, helper: Model) -> dict[str, Any]:
+        p = item.payload
+        chapter = Chapter(id=item.id, title=p["chapter_title"], text=p["text"])
+        ledger = Ledger()
+        agent = SectionSummaryAgent(helper, self.params.summary, self.params.recap.domain)
+        seg = await agent.segment(chapter)
+        for gen in agent.generations:
+            ledger.add("summary", gen, price_of(helper, gen))
+        states = [state_of(e.id, {"work_title": p["work_title"], "chapter_title": chapter.title,
+                                  "characters": e.characters, "summary": e.summary,
+                                  "first_sentence": e.first_sentence, "text": e.text})
+                  for e in seg.events]
+        gold = [{"id": e.id, "title": e.title, "characters": e.characters,
+                 "summary": e.summary, "first_sentence": e.first_sentence,
+                 "last_sentence": e.last_sentence, "text": e.text} for e in seg.events]
+        return {"segmentation": seg.to_dict() | {"replies": seg.replies}, "ledger": ledger,
+                "states": states, "gold": gold}
+
+    async def _score_filter(self, events: list[EventState]) -> None:
+        cfg = self.params.filter
+        if self._parrot is None:
+            text = self.book().text
+            self._parrot = await asyncio.to_thread(load_or_train_parrot, text, cfg)
+        parrot = self._parrot
+        for ev in events:
+            if not ev.accepted:
+                continue
+            first = ev.agent["simple_agent_extraction_refined_0"]["text"]
+            fs = await asyncio.to_thread(score_extraction, parrot, first, ev.gold_scored,
+                                         ev.rouge["round_0"], cfg.threshold)
+            ev.filter = fs.to_dict() | {"parrot": parrot.report}
+
+    def summarize(self, records: list[tuple[str, dict[str, Any]]]) -> Table:
+        from recitation.extract.report import summary_table
+
+        return summary_table(records, self.params.methods, self.book())
+
+
+def _passed(ev: EventState) -> bool:
+    return bool(ev.filter and ev.filter["passed"])
+
+
+def _managed_like(cfg: ModelConfig, target: Model) -> Model:
+    """A managed model for ``cfg`` that shares the target's store, cache, budget and prices."""
+    from recitation.models.registry import build_backend
+
+    backend = build_backend(cfg)
+    if backend.identity() == target.identity():
+        return target
+    if not isinstance(target, ManagedModel):
+        return backend
+    return ManagedModel(
+        backend, store=target.store, cache=target.cache, budget=target.budget,
+        prices=target.prices,
+        retry=RetryPolicy(max_attempts=cfg.max_attempts, base_delay=cfg.retry_base_delay),
+        limits=Limits(concurrency=cfg.concurrency, batch_size=cfg.batch_size,
+                      requests_per_minute=cfg.requests_per_minute,
+                      tokens_per_minute=cfg.tokens_per_minute))

@@ -1,0 +1,139 @@
+"""Per-event state of an extraction, and cost accounting per pipeline stage.
+
+Every model call of the pipeline goes through a :class:`Tally` view of a model, which adds
+the call's prompts and tokens (and dollars, from the managed model's price table) to the
+event's :class:`Ledger` under a *stage* name. Per-method costs (RECAP appendix T) are sums of
+stages, see :data:`METHOD_STAGES`. Calls answered from the run store or the cache still count:
+the method needed them, whether or not this process paid for them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from recitation.extract.prompts import EventMeta
+from recitation.models.base import Generation, GenerationRequest, Model, TokenScores
+
+STAGES = ("summary", "prefix", "dsp", "verify", "jailbreak", "feedback", "refine")
+
+METHOD_STAGES: dict[str, tuple[str, ...]] = {
+    "prefix": ("prefix",),
+    "dsp": ("summary", "dsp"),
+    "dsp_jailbreak": ("summary", "dsp", "verify", "jailbreak"),
+    "recap": ("summary", "dsp", "verify", "jailbreak", "feedback", "refine"),
+    "recap_filter": ("summary", "dsp", "verify", "jailbreak", "feedback", "refine"),
+}
+"""Which stages' calls each method needs (``recap_filter`` counts only filtered-in events'
+feedback and refine calls, see :func:`recitation.extract.report.method_costs`)."""
+
+
+
+@dataclass
+class StageCost:
+    prompts: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    dollars: float = 0.0
+
+    def add(self, other: StageCost) -> None:
+        self.prompts += other.prompts
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.dollars += other.dollars
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"prompts": self.prompts, "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens, "dollars": self.dollars}
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> StageCost:
+        return StageCost(int(d.get("prompts", 0)), int(d.get("input_tokens", 0)),
+                         int(d.get("output_tokens", 0)), float(d.get("dollars", 0.0)))
+
+
+@dataclass
+class Ledger:
+    stages: dict[str, StageCost] = field(default_factory=dict)
+
+    def add(self, stage: str, gen: Generation, dollars: float) -> None:
+        c = self.stages.setdefault(stage, StageCost())
+        c.add(StageCost(1, gen.usage.input_tokens, gen.usage.output_tokens, dollars))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v.to_dict() for k, v in self.stages.items()}
+
+
+def price_of(model: Model, gen: Generation) -> float:
+    prices = getattr(model, "prices", None)
+    if prices is None:
+        return 0.0
+    return float(prices.cost(model.name, gen.usage.input_tokens, gen.usage.output_tokens))
+
+
+class Tally(Model):
+    """A view of ``inner`` that books every generation to ``ledgers[i]`` under ``stage``.
+
+    ``owners[i]`` names the ledger of request ``i`` (requests of several events share one
+    batched call)."""
+
+    def __init__(self, inner: Model, stage: str) -> None:
+        self.inner = inner
+        self.stage = stage
+        self.backend = inner.backend
+        self.name = inner.name
+        self.capabilities = inner.capabilities
+
+    def identity(self) -> dict[str, Any]:
+        return self.inner.identity()
+
+    async def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        return await self.inner.generate(requests)
+
+    async def generate_for(self, requests: list[GenerationRequest],
+                           ledgers: list[Ledger]) -> list[Generation]:
+        gens = await self.inner.generate(requests) if requests else []
+        for gen, ledger in zip(gens, ledgers, strict=True):
+            ledger.add(self.stage, gen, price_of(self.inner, gen))
+        return gens
+
+    async def score(self, texts: list[str]) -> list[TokenScores]:
+        return await self.inner.score(texts)
+
+
+@dataclass
+class EventState:
+    """Everything the pipeline knows and produces for one event."""
+
+    id: str
+    meta: EventMeta
+    gold: str  # the full gold passage (what hints are checked against)
+    gold_scored: str  # gold without the given-away first sentence (what ROUGE-L uses)
+    ledger: Ledger = field(default_factory=Ledger)
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    completions: dict[str, Any] = field(default_factory=dict)  # EchoTrace LLM_completions
+    rouge: dict[str, float] = field(default_factory=dict)
+    refusals: dict[str, bool] = field(default_factory=dict)
+    current_system: str = ""
+    current_text: str = ""
+    accepted: bool = False
+    rounds: int = 0
+    stop_reason: str = ""
+    filter: dict[str, Any] | None = None
+    summary_leak: dict[str, Any] | None = None
+    hint_leaks: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def agent(self) -> dict[str, Any]:
+        agent: dict[str, Any] = self.completions.setdefault("Agent_Extraction", {})
+        return agent
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "event_id": self.id, "title": self.meta.chapter_title,
+            "llm_completions": self.completions, "attempts": self.attempts,
+            "rouge_l": self.rouge, "refusals": self.refusals, "rounds": self.rounds,
+            "stop_reason": self.stop_reason, "filter": self.filter,
+            "leak": {"summary": self.summary_leak, "hints": self.hint_leaks},
+            "cost": self.ledger.to_dict(),
+        }
