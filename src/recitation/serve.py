@@ -411,13 +411,16 @@ def add_serve_parser(subparsers: argparse._SubParsersAction) -> None:  # type: i
     p.add_argument("--backend", default="local", choices=["local"], help="model backend")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (0: any free port)")
+    p.add_argument(
+        "--threads", type=int, default=None, help="CPU threads for the local model (default: all)"
+    )
     p.set_defaults(func=serve_command)
 
 
 def serve_command(args: argparse.Namespace) -> int:
     from recitation.models.local import LocalModel
 
-    model = LocalModel(args.model)
+    model = LocalModel(args.model, threads=getattr(args, "threads", None))
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("serving on %s: the server checks no API key", args.host)
     try:

@@ -6,6 +6,7 @@ tested against this server in test_openai_backend.py / test_anthropic_backend.py
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -13,13 +14,16 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from recitation.errors import RateLimitError, UnsupportedRequest
+from recitation.models.anthropic_backend import AnthropicModel
 from recitation.models.base import GenerationRequest
+from recitation.models.openai_backend import OpenAIModel
 from recitation.models.scripted import ScriptedModel, echo_responder
 from recitation.serve import FaultAction, RequestInfo, ServerHandle, start_server
 
@@ -267,34 +271,35 @@ def test_record_requests_off_keeps_nothing() -> None:
 
 
 @pytest.mark.model
-def test_serve_cli_serves_the_embedded_model(tmp_path: Any) -> None:
-    """`recitation serve --port 0` prints its URL, answers, and stops cleanly on Ctrl-C."""
+async def test_serve_cli_serves_the_embedded_model(tmp_path: Path) -> None:
+    """`recitation serve --port 0` prints its URL, answers both SDK backends (greedily: the
+    same text), and stops cleanly on Ctrl-C. (Equality with LocalModel itself is tested in
+    test_openai_backend.py with an in-process server.)"""
     code = "from recitation.cli import main; raise SystemExit(main())"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, "serve", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    with open(tmp_path / "stderr.txt", "w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, "serve", "--port", "0", "--threads", "1"],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
     try:
         assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.startswith("Serving "), line + (proc.stderr.read() if proc.stderr else "")
+        line = await asyncio.to_thread(proc.stdout.readline)
+        assert line.startswith("Serving "), line + (tmp_path / "stderr.txt").read_text()
         url = line.split(" at ")[1].strip()
         assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
-        r = httpx.post(
-            f"{url}/chat/completions",
-            timeout=60,
-            json={
-                "model": "smollm2",
-                "max_tokens": 4,
-                "temperature": 0,
-                "messages": [{"role": "user", "content": "Say hello."}],
-            },
-        )
-        assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"]
+        req = GenerationRequest.chat("Say hello.", max_tokens=6)
+        texts = []
+        for remote in (
+            OpenAIModel("smollm2", base_url=url, api_key_env=None),
+            AnthropicModel("smollm2", base_url=url.removesuffix("/v1"), api_key_env=None),
+        ):
+            texts.append((await remote.generate([req]))[0].text)
+            await remote.aclose()
+        assert texts[0] and texts[0] == texts[1]
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=20) == 0
+        assert await asyncio.to_thread(proc.wait, 20) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
