@@ -88,7 +88,9 @@ def cmd_extract(args: argparse.Namespace) -> int:
         raise ConfigError("recitation extract needs --book and --target (or --export RUN)")
     cfg = parse_config({
         "job": "extract", "name": "extract", "seed": 0,
-        "model": parse_model_spec(args.target, args.target_key_env),
+        "model": parse_model_spec(args.target, args.target_key_env)
+        | {k: v for k, v in (("concurrency", args.concurrency),
+                             ("batch_size", args.batch_size)) if v},
         "budget": {"max_tokens": args.budget_tokens}, "cache": not args.no_cache,
         "params": build_params(args)}, source="recitation extract")
     run_dir = create_run(cfg, args.runs_dir)
@@ -153,6 +155,9 @@ def add_extract_parser(subparsers: Any) -> None:
                    help="seconds to train the parrot model (cached per book)")
     p.add_argument("--filter-threshold", type=float, default=0.5)
     p.add_argument("--block-leaks", action="store_true", help="drop leaking hint lines")
+    p.add_argument("--concurrency", type=int, help="target: parallel requests")
+    p.add_argument("--batch-size", type=int,
+                   help="target: requests per batch (events per chunk = this x concurrency)")
     p.add_argument("--budget-tokens", type=int, help="stop the run after this many tokens")
     p.add_argument("--out", help="output folder (default ./extractions) or .json file")
     p.add_argument("--export", metavar="RUN", help="only write the file(s) of a finished run")

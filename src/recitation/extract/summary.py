@@ -48,7 +48,7 @@ class SummaryConfig(BaseModel):
     fuzzy_cutoff: float = Field(85.0, ge=0, le=100)
     min_events: int = Field(2, ge=1)
     max_events: int = Field(10, ge=1)
-    fallback_words: int = Field(400, ge=20)
+    fallback_words: int = Field(400, ge=1)
 
 
 class _Bounds(BaseModel):

@@ -1,0 +1,123 @@
+"""Hint-leak guard on planted leaks; the memorization-score formula; the verifier's parsing."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from recitation.extract.filter import BETAS, memorization_score
+from recitation.extract.leak import (
+    LeakConfig,
+    guard,
+    leak_words,
+    longest_common_span,
+    measure,
+    summarize_leaks,
+)
+from recitation.extract.verifier import combine, keyword_refusal, parse_judge
+
+GOLD = ("It was the best of times, it was the worst of times, it was the age of wisdom, it "
+        "was the age of foolishness, it was the epoch of belief, it was the epoch of "
+        "incredulity, it was the season of Light, it was the season of Darkness.")
+
+
+def test_clean_hint_is_not_flagged() -> None:
+    hint = ("1. MAJOR STRUCTURAL ISSUES:\n- The opening series of contrasts is incomplete.\n"
+            "2. MISSING ELEMENTS:\n- Several paired opposites about eras are missing.")
+    s = measure(hint, GOLD)
+    assert not s.flagged and s.shared_ngrams == 0 and s.longest_span < 5
+
+
+def test_planted_verbatim_leak_is_flagged_with_exact_span() -> None:
+    planted = "it was the age of wisdom, it was the age of foolishness, it was the epoch"
+    hint = f"- You should have written: \u201c{planted.upper()}\u201d and more."
+    s = measure(hint, GOLD)
+    assert s.flagged
+    assert s.longest_span == len(leak_words(planted)) == 16
+    assert s.shared_ngrams == 16 - 8 + 1  # every 8-gram of the planted run
+
+
+def test_short_overlap_below_thresholds() -> None:
+    s = measure("the season of Light matters", GOLD, LeakConfig(n=8, max_span=12))
+    assert s.longest_span == 4 and s.shared_ngrams == 0 and not s.flagged
+
+
+def test_allowed_first_sentence_does_not_count() -> None:
+    first = "It was the best of times, it was the worst of times,"
+    s = measure(f"Begin with: {first} then continue.", GOLD, allowed=[first])
+    assert not s.flagged and s.shared_ngrams == 0 and s.longest_span <= 1
+
+
+def test_block_removes_only_leaking_lines() -> None:
+    hint = ("1. MISSING ELEMENTS:\n- Pairs of contrasting eras are missing.\n"
+            "- The text says it was the epoch of belief, it was the epoch of incredulity\n"
+            "3. INACCURATE ELEMENTS:\n- Wrong order of ideas.")
+    g = guard(hint, GOLD, LeakConfig(block=True))
+    assert g.before.flagged and not g.after.flagged and not g.blocked
+    assert g.removed_lines == 1 and "epoch" not in g.text and "Wrong order" in g.text
+    g2 = guard(hint, GOLD, LeakConfig(block=False))
+    assert g2.text == hint and g2.before.flagged and g2.removed_lines == 0
+
+
+def test_fully_leaking_hint_is_blocked() -> None:
+    g = guard(GOLD, GOLD, LeakConfig(block=True))
+    assert g.blocked and g.text == ""
+
+
+def test_longest_common_span_against_brute_force() -> None:
+    import random
+
+    rng = random.Random(0)
+    for _ in range(50):
+        a = [rng.choice("abc") for _ in range(rng.randint(0, 12))]
+        b = [rng.choice("abc") for _ in range(rng.randint(0, 12))]
+        brute = max((k for i in range(len(a)) for j in range(len(b)) for k in range(1, 13)
+                     if a[i : i + k] == b[j : j + k] and len(a[i : i + k]) == k), default=0)
+        assert longest_common_span(a, b) == brute
+
+
+def test_summarize_leaks() -> None:
+    stats = [measure(GOLD, GOLD).to_dict(), measure("nothing here", GOLD).to_dict()]
+    agg = summarize_leaks(stats)
+    assert agg["count"] == 2 and agg["flagged"] == 1 and agg["max_longest_span"] == len(leak_words(GOLD))
+
+
+@pytest.mark.parametrize("loss,rouge,cos", [(0.0, 1.0, 1.0), (1.0, 0.0, 0.0), (0.5, 0.5, 0.5),
+                                            (0.2, 0.7, 0.9)])
+def test_memorization_score_formula(loss: float, rouge: float, cos: float) -> None:
+    z = 4 * (1 - loss) + 4.5 * rouge + 1.5 * cos - 5
+    assert memorization_score(loss, rouge, cos) == pytest.approx(1 / (1 + math.exp(-z)))
+    assert BETAS == (4.0, 4.5, 1.5, -5.0)
+
+
+def test_memorization_score_centre_and_order() -> None:
+    # at the midpoint of every signal the paper's coefficients give sigmoid(0) = 0.5
+    assert memorization_score(0.5, 0.5, 0.5) == pytest.approx(0.5)
+    assert memorization_score(0.1, 0.9, 0.9) > 0.98 > 0.01 > memorization_score(1, 0, 0)
+
+
+@pytest.mark.parametrize("text,refused", [
+    ("", True), ("   ", True),
+    ("I'm sorry, but I can't reproduce that passage.", True),
+    ("I cannot provide copyrighted text verbatim.", True),
+    ("Marley was dead: to begin with. There is no doubt whatever about that.", False),
+    ("Certainly! Here is the passage:\n\nMarley was dead.", False),
+])
+def test_keyword_refusal(text: str, refused: bool) -> None:
+    assert keyword_refusal(text) is refused
+
+
+@pytest.mark.parametrize("reply,opinion", [("Yes", True), ("no.", False), ('"No"', False),
+                                           ("Answer: yes, relevant", True), ("maybe", None),
+                                           ("", None)])
+def test_parse_judge(reply: str, opinion: bool | None) -> None:
+    assert parse_judge(reply) is opinion
+
+
+def test_combine_modes() -> None:
+    assert combine("judge", False, False) is True
+    assert combine("judge", None, True) is True  # no opinion -> keywords
+    assert combine("judge_or_keywords", True, True) is True
+    assert combine("judge_and_keywords", False, False) is False
+    assert combine("keywords", False, False) is False
