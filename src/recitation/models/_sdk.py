@@ -150,7 +150,8 @@ def map_sdk_error(err: Exception, sdk: ModuleType, where: str, secret: str | Non
         return BackendConnectionError(redact(f"{where}: connection error{detail}", secret))
     if isinstance(err, sdk.APIStatusError):
         return _map_status(err, where, secret)
-    if isinstance(err, sdk.APIError | getattr(sdk, "OpenAIError", sdk.APIError)):
+    root = getattr(sdk, "OpenAIError", None) or getattr(sdk, "AnthropicError", sdk.APIError)
+    if isinstance(err, root):
         return BackendError(redact(f"{where}: {type(err).__name__}: {err}", secret))
     return err
 
