@@ -180,7 +180,8 @@ def test_cli_detect_on_the_embedded_model_writes_scores_and_verdicts(tmp_path: P
     runs = tmp_path / "runs"
     code = main(["detect", "--members", "kjv:John 3:16-17;Genesis 1:1-3", "--controls",
                  "builtin:kjv-pastiche", "--limit", "2", "--outputs", "1", "--temperature",
-                 "0", "--max-intensity", "2", "--bootstrap", "20", "--runs-dir", str(runs)])
+                 "0", "--max-intensity", "1", "--max-new-tokens", "8", "--perturbations",
+                 "bitflip", "--bootstrap", "20", "--runs-dir", str(runs)])
     assert code == 0
     (run_dir,) = list(runs.iterdir())
     with RunStore(run_dir) as store:
@@ -188,7 +189,7 @@ def test_cli_detect_on_the_embedded_model_writes_scores_and_verdicts(tmp_path: P
         results = dict(store.results("detect"))
     assert len(results) == 4
     assert {"loss", "min_k_pp_20", "pearl_bitflip_sensitivity",
-            "pearl_synonym_gfd"} <= set(report["detectors"])
+            "pearl_bitflip_gfd"} <= set(report["detectors"])
     v = report["detectors"]["loss"]["verdicts"]
     assert len(v) == 2 and all("fpr" in x and "member" in x for x in v)
 

@@ -39,6 +39,8 @@ def add_detect_parser(sub: Any) -> None:
     p.add_argument("--outputs", type=int, default=10, help="outputs per intensity (i)")
     p.add_argument("--max-intensity", type=int, default=5)
     p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--max-new-tokens", type=int, default=None,
+                   help="per generation (default: from the reference's length)")
     p.add_argument("--gfd-tau", type=float, default=0.2)
     p.add_argument("--reference-model", default=None, help="second model for 'reference'")
     p.add_argument("--reference-backend", default="local",
@@ -68,6 +70,7 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
         "perturbations": args.perturbations, "task": args.task, "mode": args.mode,
         "outputs": args.outputs, "max_intensity": args.max_intensity,
         "temperature": args.temperature, "gfd_tau": args.gfd_tau,
+        "max_new_tokens": args.max_new_tokens,
         "target_fpr": args.target_fpr, "labelled": not args.unlabelled,
         "n_bootstrap": args.bootstrap, "reference_prefix": args.reference_prefix,
     }
