@@ -223,3 +223,24 @@ def test_missing_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None
     ):
         with pytest.raises(AuthenticationError, match=f"environment variable {KEY_ENV}"):
             make()
+
+
+def test_retry_after_header_forms() -> None:
+    from email.utils import formatdate
+
+    from recitation.models._sdk import retry_after_seconds
+
+    assert retry_after_seconds({"retry-after": "2"}) == 2.0
+    assert retry_after_seconds({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    in_5s = retry_after_seconds({"retry-after": formatdate(time.time() + 5, usegmt=True)})
+    assert in_5s is not None and 3.0 < in_5s <= 5.0
+    assert retry_after_seconds({"retry-after": "soon"}) is None
+    assert retry_after_seconds({}) is None
+
+
+def test_display_url_drops_credentials() -> None:
+    from recitation.models._sdk import display_url
+
+    assert display_url("https://u:p@host:8443/v1/?key=s#f", "d") == "https://host:8443/v1"
+    assert display_url("http://[::1]:8000/v1", "d") == "http://[::1]:8000/v1"
+    assert display_url(None, "https://api.openai.com/v1") == "https://api.openai.com/v1"
