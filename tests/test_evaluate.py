@@ -98,5 +98,9 @@ def test_every_book_model_method_matches_release(shared_data: Path) -> None:
             assert abs(d.rouge_diff) <= ROUGE_TOL, where
             assert abs(d.span_rel) <= COUNT_TOL, where
             assert abs(d.passage_rel) <= COUNT_TOL, where
+            o = ours["contiguous_spans"]["methods"][d.method]
+            r = released["contiguous_spans"]["methods"][d.method]
+            assert o["max_span_length"] == r["max_span_length"], where
+            assert o["avg_span_length"] == pytest.approx(r["avg_span_length"], abs=1e-9), where
             checked += 1
     assert checked == 24 * 6
