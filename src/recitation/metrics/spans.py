@@ -20,7 +20,8 @@ Two modes:
     overlap, every matched token counts at most once, and counts can only grow with the
     budget. A greedy "longest span first, drop overlaps" rule has neither of the last two
     properties: dropping a span that overlaps a longer one also drops its blocks that do
-    not.
+    not. On the 24 released EchoTrace files dedup reports 49-70% fewer passages than
+    recap-compat (docs/reproduction.md).
 
 Tokens (:func:`span_tokens`) come in three profiles. All lower-case, collapse whitespace,
 delete a set of punctuation, then split with NLTK 3.8.1's ``word_tokenize`` rules
