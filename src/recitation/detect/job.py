@@ -121,8 +121,6 @@ class DetectJob(Job):
 
     def task_input(self, s: Sample) -> TaskInput:
         task = s.task if self.params.task == "auto" else self.params.task
-        if task == "summarization" or s.task != "code":
-            return make_task(task, s.text)
         return make_task(task, s.text, prompt=s.prompt, reference=s.reference)
 
     def perturbations(self, model: Model | None) -> dict[str, Perturb]:
