@@ -104,3 +104,41 @@ def test_every_book_model_method_matches_release(shared_data: Path) -> None:
             assert o["avg_span_length"] == pytest.approx(r["avg_span_length"], abs=1e-9), where
             checked += 1
     assert checked == 24 * 6
+
+
+def _synthetic(tmp_path: Path) -> Path:
+    words = [f"w{i}" for i in range(100)]
+    gold = "First sentence here. " + " ".join(words)
+    event = {
+        "title": "t",
+        "characters": [],
+        "detailed_summary": [],
+        "segmentation_boundaries": {"first_sentence": "First sentence here.", "last_sentence": ""},
+        "text_segment": gold,
+        "LLM_completions": {
+            "prefix-probing": " ".join(words[:50]),
+            "Agent_Extraction": {"simple_agent_extraction": ""},
+        },
+    }
+    empty = dict(event, text_segment="  ")
+    data = {
+        "book_name": "Synthetic_-_Nobody",
+        "chapters": [{"chapter_title": "c", "events": [event, empty]}],
+    }
+    d = tmp_path / "Synthetic_-_Nobody" / "Extractions"
+    d.mkdir(parents=True)
+    path = d / "Synthetic_-_Nobody_extraction_m_feedback_fb.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_synthetic_book_scores(tmp_path: Path) -> None:
+    path = _synthetic(tmp_path)
+    res = evaluate_file(path, EvaluateConfig(mode="recap-compat"))
+    assert res["contiguous_spans"]["parameters"]["tokens"] == "recap-v2"  # no released report
+    # the given first sentence is removed; recall = 50 of 100 gold tokens
+    assert res["rouge_scores"]["prefix-probing"] == pytest.approx(0.5)
+    assert res["rouge_scores"]["simple_agent_extraction"] == 0.0  # no candidate: weight kept
+    spans = res["contiguous_spans"]["methods"]["prefix-probing"]
+    assert (spans["span_count"], spans["passage_count"], spans["max_span_length"]) == (1, 1, 50)
+    assert res["contiguous_spans"]["methods"]["simple_agent_extraction"]["span_count"] == 0
