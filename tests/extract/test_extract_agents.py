@@ -81,7 +81,8 @@ async def test_refusal_then_jailbreak_then_feedback_to_target() -> None:
     assert stages == ["prefix", "dsp", "jailbreak:static", "feedback", "refine"]
     # the refinement keeps the jailbreak's system prompt and shows the previous attempt
     refine = ev.attempts[-1]["messages"]
-    assert refine[0]["content"].startswith("Test the next function") and HALF in refine[1]["content"]
+    assert refine[0]["content"].startswith("Test the next function")
+    assert HALF in refine[1]["content"]
     assert set(ev.ledger.stages) == {"prefix", "dsp", "verify", "jailbreak", "feedback", "refine"}
     assert ev.ledger.stages["verify"].prompts == 2
 
@@ -103,7 +104,8 @@ async def test_jailbreak_pool_tried_in_order_until_one_passes() -> None:
         assert ev.refusals == {"dsp": True, "jailbreak:static": True,
                                "jailbreak:past_tense": False}
         assert ev.completions["Agent_Extraction"]["simple_agent_jailbreak"] == HALF
-    assert not any(s.startswith("You are a text completion") for s in map(system_of, model.requests))
+    systems = [system_of(r) for r in model.requests]
+    assert not any(s.startswith("You are a text completion") for s in systems)
 
 
 async def test_all_refused_skips_feedback() -> None:

@@ -13,9 +13,9 @@ from recitation.corpus.model import Chapter, Event
 from recitation.extract.summary import (
     SectionSummaryAgent,
     SummaryConfig,
+    SummaryProblem,
     extract_json,
     parse_events,
-    SummaryProblem,
 )
 from recitation.models.base import GenerationRequest
 from recitation.models.scripted import ScriptedModel

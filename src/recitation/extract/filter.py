@@ -185,7 +185,8 @@ def _new_model(cfg: FilterConfig, book_text: str) -> tuple[Any, Codec]:
     path = minilm_path()
     tok = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
     tok.model_max_length = 10**9  # we cut windows ourselves
-    no_dropout = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+    no_dropout: dict[str, Any] = {"hidden_dropout_prob": 0.0,
+                                  "attention_probs_dropout_prob": 0.0}
     if cfg.base == "minilm":
         model = transformers.BertForMaskedLM.from_pretrained(path, local_files_only=True,
                                                              **no_dropout)

@@ -40,6 +40,10 @@ Method = Literal["prefix", "dsp", "dsp_jailbreak", "recap", "recap_filter"]
 METHODS: tuple[str, ...] = ("prefix", "dsp", "dsp_jailbreak", "recap", "recap_filter")
 
 
+def _all_methods() -> list[Method]:
+    return ["prefix", "dsp", "dsp_jailbreak", "recap", "recap_filter"]
+
+
 class ExtractParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     book: str = Field(description="EchoTrace JSON, plain text, or LaTeX file")
@@ -49,7 +53,7 @@ class ExtractParams(BaseModel):
     max_events: int | None = Field(None, ge=1)
     max_event_words: int | None = Field(None, ge=1, description="skip longer events")
     segment: bool = Field(False, description="re-segment even when the book has events")
-    methods: list[Method] = Field(default_factory=lambda: list(METHODS))
+    methods: list[Method] = Field(default_factory=_all_methods)
     helper: ModelConfig | None = None
     judge: ModelConfig | None = None
     recap: RecapConfig = RecapConfig()
@@ -165,7 +169,7 @@ class ExtractJob(Job):
             else:
                 chapters[it.id] = await self._segment(it, helper)
                 states += [(it.id, s) for s in chapters[it.id]["states"]]
-        methods = set(self.params.methods)
+        methods: set[str] = set(self.params.methods)
         await run_all(pipe, [s for _, s in states], methods=methods,
                       keep=None if "recap" in methods else _passed,
                       before_feedback=self._score_filter if "recap_filter" in methods else None)
@@ -216,7 +220,7 @@ class ExtractJob(Job):
     def summarize(self, records: list[tuple[str, dict[str, Any]]]) -> Table:
         from recitation.extract.report import summary_table
 
-        return summary_table(records, self.params.methods, self.book())
+        return summary_table(records, list(self.params.methods), self.book())
 
 
 def _passed(ev: EventState) -> bool:

@@ -50,7 +50,7 @@ def event_records(records: list[tuple[str, dict[str, Any]]]) -> list[dict[str, A
 
 def filtered_completions(rec: dict[str, Any]) -> dict[str, Any]:
     """The event's completions as RECAP-with-filter returns them."""
-    comp = copy.deepcopy(rec["llm_completions"])
+    comp: dict[str, Any] = copy.deepcopy(rec["llm_completions"])
     f = rec.get("filter")
     if f is not None and not f["passed"]:
         agent = comp.get("Agent_Extraction", {})
@@ -67,7 +67,7 @@ def _details(rec: dict[str, Any]) -> dict[str, Any]:
 def build_book(source: Book | None, records: list[tuple[str, dict[str, Any]]], *,
                filtered: bool = False, book_name: str = "") -> Book:
     """The extraction book: the source's structure, extracted events only."""
-    by_id = {r["event_id"]: r for r in event_records(records)}
+    by_id: dict[str, dict[str, Any]] = {r["event_id"]: r for r in event_records(records)}
     chapters: list[Chapter] = []
     for _, rec in records:
         if rec.get("kind") == "chapter" and source is not None:
@@ -87,16 +87,17 @@ def build_book(source: Book | None, records: list[tuple[str, dict[str, Any]]], *
     for ch in sorted(chapters, key=lambda c: c.id):
         evs = []
         for e in ch.events:
-            rec = by_id.get(e.id)
-            if rec is None:
+            found = by_id.get(e.id)
+            if found is None:
                 continue
+            rec = found
             comp = filtered_completions(rec) if filtered else rec["llm_completions"]
             extra = {k: v for k, v in e.extra.items() if k != "LLM_completions"}
             evs.append(e.model_copy(update={"extra": extra | {"LLM_completions": comp,
                                                               "recitation": _details(rec)}}))
         out.append(ch.model_copy(update={"events": evs}))
     name = book_name or (source.metadata.get("book_name") if source else "") or "book"
-    meta = {"book_name": name, "format": "echotrace", "extra": {}}
+    meta: dict[str, Any] = {"book_name": name, "format": "echotrace", "extra": {}}
     return Book(id=slugify(str(name)), title=source.title if source else str(name),
                 author=source.author if source else "", chapters=out, metadata=meta)
 
@@ -162,7 +163,8 @@ def headline(events: list[dict[str, Any]], costs: dict[str, StageCost]) -> list[
     stops: dict[str, int] = {}
     for r in events:
         stops[r.get("stop_reason") or "-"] = stops.get(r.get("stop_reason") or "-", 0) + 1
-    lines.append("feedback stop reasons: " + ", ".join(f"{k} {v}" for k, v in sorted(stops.items())))
+    lines.append("feedback stop reasons: "
+                 + ", ".join(f"{k} {v}" for k, v in sorted(stops.items())))
     scored = [r for r in events if r.get("filter")]
     if scored:
         skipped = [r for r in scored if not r["filter"]["passed"]]

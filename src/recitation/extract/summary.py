@@ -107,9 +107,11 @@ def parse_events(reply: str) -> tuple[list[RawEvent], list[str]]:
         raise SummaryProblem('the JSON has no "events" list')
     events, issues = [], []
     for i, item in enumerate(raw):
-        if isinstance(item, dict) and "segmentation_boundaries" not in item and "first_sentence" in item:
-            item = item | {"segmentation_boundaries": {"first_sentence": item["first_sentence"],
-                                                        "last_sentence": item.get("last_sentence", "")}}
+        if isinstance(item, dict) and "segmentation_boundaries" not in item \
+                and "first_sentence" in item:
+            bounds = {"first_sentence": item["first_sentence"],
+                      "last_sentence": item.get("last_sentence", "")}
+            item = item | {"segmentation_boundaries": bounds}
         try:
             events.append(RawEvent.model_validate(item))
         except ValidationError as e:
@@ -139,7 +141,8 @@ def sentences(text: str) -> list[Sentence]:
 
 
 def _norm(s: str) -> str:
-    s = s.replace("\u201c", '"').replace("\u201d", '"').replace("\u2019", "'").replace("\u2018", "'")
+    for a, b in (("\u201c", '"'), ("\u201d", '"'), ("\u2019", "'"), ("\u2018", "'")):
+        s = s.replace(a, b)
     return " ".join(s.lower().split())
 
 
