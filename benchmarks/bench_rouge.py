@@ -55,6 +55,7 @@ def time_ours(
     for _ in range(repeat):
         if cold:
             rouge.porter_stem.cache_clear()
+            rouge._rouge_stem.cache_clear()
         t = time.perf_counter()
         scores = [rouge.rouge_l(r, c, use_stemmer=stem).fmeasure for r, c in pairs]
         best = min(best, time.perf_counter() - t)

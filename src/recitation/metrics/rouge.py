@@ -48,12 +48,19 @@ def porter_stem(token: str) -> str:
     return str(_porter().stem(token))  # type: ignore[attr-defined]
 
 
+@lru_cache(maxsize=200_000)
+def _rouge_stem(token: str) -> str:
+    """rouge-score's rule: stem tokens longer than 3 characters; "" if the result is not a
+    valid token (never seen in practice: Porter stems of [a-z0-9]+ stay in [a-z0-9]+)."""
+    stem = porter_stem(token) if len(token) > 3 else token
+    return stem if _VALID_TOKEN.match(stem) else ""
+
+
 def rouge_tokenize(text: str, *, use_stemmer: bool = False) -> list[str]:
     """The tokens ``rouge_score``'s default tokenizer produces for ``text``."""
-    tokens = _ALNUM_RUN.findall(text.lower())
+    tokens: list[str] = _ALNUM_RUN.findall(text.lower())
     if use_stemmer:
-        tokens = [porter_stem(t) if len(t) > 3 else t for t in tokens]
-        tokens = [t for t in tokens if _VALID_TOKEN.match(t)]
+        tokens = [t for t in map(_rouge_stem, tokens) if t]
     return tokens
 
 
