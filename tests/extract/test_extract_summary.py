@@ -136,20 +136,20 @@ def test_extract_json_and_parse_events_shapes() -> None:
 
 
 def _pdnc_chapter(shared_data: Path, words: int) -> Chapter:
-    text = (shared_data / "pdnc" / "PrideAndPrejudice" / "novel_text.txt")
-    if not text.exists():
-        text = next((shared_data / "pdnc").glob("*/novel_text.txt"))
-    raw = text.read_text(encoding="utf-8")
-    parts = re.split(r"\n\s*(?:CHAPTER|Chapter)\s+[IVXLC\d]+\.?[^\n]*\n", raw)
-    body = next(p for p in parts[1:] if len(p.split()) > words)
-    paras = [p for p in re.split(r"\n\s*\n", body.strip()) if p.strip()]
+    """The opening paragraphs (about ``words`` words) of a PDNC novel's first long chapter,
+    chapters as the corpus loader finds them."""
+    from recitation.corpus.pdnc import load_pdnc_novel
+
+    book = load_pdnc_novel(shared_data / "pdnc" / "PrideAndPrejudice").book
+    chapter = next(c for c in book.chapters if len(c.full_text.split()) > words)
     kept, n = [], 0
-    for p in paras:
-        kept.append(" ".join(p.split()))
-        n += len(p.split())
+    for p in re.split(r"\n\s*\n", chapter.full_text.strip()):
+        if p.strip():
+            kept.append(" ".join(p.split()))
+            n += len(p.split())
         if n >= words:
             break
-    return Chapter(id="pdnc/ch001", title=text.parent.name, text="\n\n".join(kept))
+    return Chapter(id=chapter.id, title=chapter.title, text="\n\n".join(kept))
 
 
 @pytest.mark.slow

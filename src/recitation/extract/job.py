@@ -46,8 +46,8 @@ def _all_methods() -> list[Method]:
 
 class ExtractParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    book: str = Field(description="EchoTrace JSON, plain text, or LaTeX file")
-    format: Literal["auto", "echotrace", "text", "latex"] = "auto"
+    book: str = Field(description="EchoTrace JSON, text file, PDNC folder, LaTeX file/folder")
+    format: Literal["auto", "echotrace", "text", "gutenberg", "latex", "pdnc"] = "auto"
     chapters: list[int] | None = Field(None, description="0-based chapter indices to use")
     events_per_chapter: int | None = Field(None, ge=1)
     max_events: int | None = Field(None, ge=1)
@@ -61,22 +61,30 @@ class ExtractParams(BaseModel):
     summary: SummaryConfig = SummaryConfig()
 
 
+_LOADERS = {"latex": ("recitation.corpus.latex", "load_latex"),
+            "text": ("recitation.corpus.text", "load_text"),
+            "gutenberg": ("recitation.corpus.text", "load_gutenberg")}
+
+
 def load_book(path: str, fmt: str = "auto") -> Book:
-    """A book from an EchoTrace JSON file, or through the corpus loaders for text / LaTeX."""
+    """A book from an EchoTrace JSON file, a PDNC novel folder, an arXiv LaTeX source (file
+    or folder) or a plain-text / Project Gutenberg file (the corpus loaders)."""
     p = Path(path)
     if fmt == "auto":
-        fmt = {".json": "echotrace", ".tex": "latex"}.get(p.suffix.lower(), "text")
+        if p.is_dir():
+            fmt = "pdnc" if (p / "novel_text.txt").exists() else "latex"
+        else:
+            fmt = {".json": "echotrace", ".tex": "latex"}.get(p.suffix.lower(), "text")
     if fmt == "echotrace":
         from recitation.corpus.echotrace import load_echotrace
 
         return load_echotrace(p)
-    module, fn = {"latex": ("recitation.corpus.latex", "load_latex"),
-                  "text": ("recitation.corpus.text", "load_text")}[fmt]
-    try:
-        loader = getattr(__import__(module, fromlist=[fn]), fn)
-    except (ImportError, AttributeError) as e:
-        raise ConfigError(f"params.format: {fmt} books need {module}.{fn}, which is not "
-                          f"available in this version ({e})") from None
+    if fmt == "pdnc":
+        from recitation.corpus.pdnc import load_pdnc_novel
+
+        return load_pdnc_novel(p).book
+    module, fn = _LOADERS[fmt]
+    loader = getattr(__import__(module, fromlist=[fn]), fn)
     book: Book = loader(p)
     return book
 

@@ -96,10 +96,18 @@ def build_book(source: Book | None, records: list[tuple[str, dict[str, Any]]], *
             evs.append(e.model_copy(update={"extra": extra | {"LLM_completions": comp,
                                                               "recitation": _details(rec)}}))
         out.append(ch.model_copy(update={"events": evs}))
-    name = book_name or (source.metadata.get("book_name") if source else "") or "book"
+    name = book_name or (source.metadata.get("book_name") if source else "") or (
+        _echo_name(source) if source else "book")
     meta: dict[str, Any] = {"book_name": name, "format": "echotrace", "extra": {}}
     return Book(id=slugify(str(name)), title=source.title if source else str(name),
                 author=source.author if source else "", chapters=out, metadata=meta)
+
+
+def _echo_name(book: Book) -> str:
+    """EchoTrace-style ``Title_-_Author`` name for books from other loaders."""
+    title = re.sub(r"[^A-Za-z0-9]+", "_", book.title).strip("_") or "book"
+    author = re.sub(r"[^A-Za-z0-9]+", "_", book.author).strip("_")
+    return f"{title}_-_{author}" if author else title
 
 
 def extraction_filename(book_name: str, target: str, helper: str) -> str:
