@@ -16,8 +16,8 @@ from recitation.extract.job import ExtractJob
 from recitation.extract.report import (
     ECHO_METHOD,
     build_book,
-    method_costs,
     event_records,
+    method_costs,
     summary_table,
 )
 from recitation.models.base import GenerationRequest
