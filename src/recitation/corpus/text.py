@@ -85,7 +85,7 @@ def split_chapters(
         else:
             sections.append([title, body])
     out = [(t, b.strip()) for t, b in sections]
-    return [(t, b) for t, b in out if b and not (t == "Front matter" and not b.strip())]
+    return [(t, b) for t, b in out if b]
 
 
 def _read(path: Path) -> str:
