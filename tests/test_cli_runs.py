@@ -46,7 +46,7 @@ def test_bad_inputs_give_named_errors(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "model.batch_size" in capsys.readouterr().err
     missing = write_config(tmp_path, params={"source": "jsonl", "path": str(tmp_path / "x")})
     assert main(["run", str(missing), "--runs-dir", str(tmp_path / "r")]) == 1
-    assert "no such file" in capsys.readouterr().err
+    assert "JSONL file not found" in capsys.readouterr().err
     assert main(["resume", "no-such-run", "--runs-dir", str(tmp_path / "r")]) == 1
     assert "no run 'no-such-run'" in capsys.readouterr().err
     assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())

@@ -18,10 +18,8 @@ reproducible.
 
 from __future__ import annotations
 
-import json
 import math
 import re
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -107,7 +105,10 @@ class PrefixProbeJob(Job):
             from recitation.corpus.kjv import kjv_passage
 
             return [(x.ref, x.group, kjv_passage(x.ref)) for x in p.passages]
-        return _read_jsonl(Path(p.path or ""), p.text_field, p.id_field, p.group_field)
+        from recitation.corpus.jsonl import iter_jsonl
+
+        return [(d.id, str(d.metadata.get(p.group_field, "custom")), d.text)
+                for d in iter_jsonl(p.path or "", text_field=p.text_field, id_field=p.id_field)]
 
     def items(self) -> list[WorkItem]:
         out = []
@@ -167,23 +168,3 @@ def _clip(text: str, n: int, left: bool = False) -> str:
     if len(t) <= n:
         return t
     return "…" + t[-(n - 1):] if left else t[: n - 1] + "…"
-
-
-def _read_jsonl(path: Path, text_field: str, id_field: str,
-                group_field: str) -> list[tuple[str, str, str]]:
-    if not path.exists():
-        raise CorpusError(f"params.path: no such file {path}")
-    out = []
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise CorpusError(f"{path}:{n}: not valid JSON ({e.msg})") from None
-            if text_field not in rec:
-                raise CorpusError(f"{path}:{n}: no '{text_field}' field")
-            out.append((str(rec.get(id_field, f"line{n}")), str(rec.get(group_field, "custom")),
-                        str(rec[text_field])))
-    return out
