@@ -76,3 +76,13 @@ def test_shift_guard_warns_on_length_and_dates_but_not_on_matched_sets() -> None
     assert any("date_tokens" in w for w in out["warnings"])
     same = shift_guard(members[:5], members[5:])
     assert not [w for w in same["warnings"] if "length" in w or "date" in w]
+
+
+def test_shift_guard_reports_permutation_p_values() -> None:
+    rng = np.random.default_rng(0)
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
+    texts = [" ".join(rng.choice(words, 12)) for _ in range(20)]
+    out = shift_guard(texts[:10], texts[10:], permutations=50)
+    assert set(out["feature_p"]) == set(out["feature_auc"])
+    assert all(p is None or 0 < p <= 1 for p in out["feature_p"].values())
+    assert not out["warnings"]  # same distribution: nothing significant

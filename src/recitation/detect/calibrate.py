@@ -14,17 +14,21 @@ Scores are first *oriented* so that higher always means "more likely a member"
 * **Shift guard** — the blind-baseline pitfall of membership inference (Das et al., 2024;
   Duan et al., 2024): if members and controls differ on simple features, any detector can
   "succeed" without seeing the model. We report the AUC of length alone, of date-like tokens
-  alone and of a cross-validated bag-of-words classifier, warn when one is far from 0.5, and
-  put the length-only AUC next to every detector's.
+  alone and of a cross-validated bag-of-words classifier with permutation p-values, warn
+  when one is far from 0.5 and significant, and put the length-only AUC next to every
+  detector's.
 """
 
 from __future__ import annotations
 
 import logging
+import random
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from recitation.detect import _stats
 
@@ -99,46 +103,79 @@ def date_rate(text: str) -> float:
     return len(_DATE.findall(text)) / max(1, len(words))
 
 
-def _bow_auc(members: Sequence[str], controls: Sequence[str], seed: int) -> float | None:
-    """Cross-validated AUC of a bag-of-words logistic regression (a blind baseline)."""
+def _bow_auc_fn(texts: Sequence[str], seed: int) -> Callable[[list[int]], float | None]:
+    """labels -> cross-validated AUC of a bag-of-words logistic regression (a blind
+    baseline); the binary word matrix is built once (it does not depend on the labels)."""
     try:
         from sklearn.feature_extraction.text import CountVectorizer
         from sklearn.linear_model import LogisticRegression
-        from sklearn.model_selection import StratifiedKFold, cross_val_predict
+        from sklearn.model_selection import StratifiedKFold
     except ImportError:
         log.warning("scikit-learn missing: vocabulary shift check skipped "
                     "(pip install 'recitation[detect]')")
-        return None
-    texts = list(members) + list(controls)
+        return lambda labels: None
+    x = CountVectorizer(lowercase=True, binary=True).fit_transform(list(texts))
+
+    def auc(labels: list[int]) -> float | None:
+        y = np.asarray(labels)
+        folds = min(5, int(y.sum()), int(len(y) - y.sum()))
+        if folds < 2:
+            return None
+        prob = np.zeros(len(y))
+        cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+        for train, test in cv.split(x, y):
+            clf = LogisticRegression(max_iter=1000, solver="liblinear").fit(x[train], y[train])
+            prob[test] = clf.predict_proba(x[test])[:, 1]
+        return _stats.roc_auc(labels, prob.tolist())
+
+    return auc
+
+
+def _permutation_p(auc: float, stat: Callable[[list[int]], float | None], y: Sequence[int],
+                   n: int, seed: int) -> float:
+    """Two-sided permutation p-value of ``|auc - 0.5|`` under shuffled labels."""
+    rng = random.Random(seed)
+    labels = list(y)
+    hits = 0
+    for _ in range(n):
+        rng.shuffle(labels)
+        null = stat(labels)
+        hits += null is not None and abs(null - 0.5) >= abs(auc - 0.5) - 1e-12
+    return (hits + 1) / (n + 1)
+
+
+def shift_guard(members: Sequence[str], controls: Sequence[str], *, seed: int = 0,
+                permutations: int = 200) -> dict[str, Any]:
+    """Feature-only AUCs (members positive), their permutation p-values, and warnings for
+    shifts that are both strong (AUC >= 0.75 or <= 0.25) and significant (p < 0.05).
+
+    With 20 + 20 samples, feature AUCs of 0.7-0.8 arise by chance; the p-value (labels
+    shuffled ``permutations`` times, at most 100 for the bag-of-words model) tells them apart."""
     y = [1] * len(members) + [0] * len(controls)
-    folds = min(5, len(members), len(controls))
-    if folds < 2:
-        return None
-    x = CountVectorizer(lowercase=True, binary=True).fit_transform(texts)
-    cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-    prob = cross_val_predict(LogisticRegression(max_iter=1000), x, y, cv=cv,
-                             method="predict_proba")[:, 1]
-    return float(_stats.roc_auc(y, list(prob)))
-
-
-def shift_guard(members: Sequence[str], controls: Sequence[str], *,
-                seed: int = 0) -> dict[str, Any]:
-    """Feature-only AUCs (members positive) and warnings for strong shifts."""
-    labels = [1] * len(members) + [0] * len(controls)
     texts = list(members) + list(controls)
-    feats: dict[str, float | None] = {
-        "length_words": _stats.roc_auc(labels, [float(len(t.split())) for t in texts]),
-        "date_tokens": _stats.roc_auc(labels, [date_rate(t) for t in texts]),
-        "vocabulary_bow_cv": _bow_auc(members, controls, seed),
+    lengths = [float(len(t.split())) for t in texts]
+    dates = [date_rate(t) for t in texts]
+    stats: dict[str, tuple[Callable[[list[int]], float | None], int]] = {
+        "length_words": (lambda lab: _stats.roc_auc(lab, lengths), permutations),
+        "date_tokens": (lambda lab: _stats.roc_auc(lab, dates), permutations),
+        "vocabulary_bow_cv": (_bow_auc_fn(texts, seed), min(permutations, 100)),
     }
+    feats: dict[str, float | None] = {}
+    pvals: dict[str, float | None] = {}
+    for name, (fn, n_perm) in stats.items():
+        auc = fn(y)
+        feats[name] = auc
+        pvals[name] = None if auc is None else _permutation_p(auc, fn, y, n_perm, seed)
     warnings = [
-        f"members and controls differ on {name} alone (AUC {auc:.2f}): detector AUCs near "
-        f"this value may reflect the distribution shift, not memorization"
+        f"members and controls differ on {name} alone (AUC {auc:.2f}, permutation p = "
+        f"{pvals[name]:.3f}): detector AUCs near this value may reflect the distribution "
+        "shift, not memorization"
         for name, auc in feats.items()
-        if auc is not None and (auc >= SHIFT_WARN_AUC or auc <= 1 - SHIFT_WARN_AUC)]
+        if auc is not None and (auc >= SHIFT_WARN_AUC or auc <= 1 - SHIFT_WARN_AUC)
+        and (pvals[name] or 1.0) < 0.05]
     for w in warnings:
         log.warning(w)
-    return {"feature_auc": feats, "warnings": warnings}
+    return {"feature_auc": feats, "feature_p": pvals, "warnings": warnings}
 
 
 def length_baseline_auc(members: Sequence[str], controls: Sequence[str]) -> float:

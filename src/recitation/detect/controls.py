@@ -17,6 +17,11 @@ without any memorization signal. So the controls here are:
   and published nowhere else, with the members' length distribution (40-98 words). They are
   new as wholes; their n-grams are of course common, which is the point: a detector must
   find *this text* familiar, not *this style*.
+* ``KJV_DEVOTIONAL`` — 20 more passages in the same diction but on the members' subjects
+  (God, the LORD, Jesus, faith, love, prayer), written for recitation in 2026. The
+  distribution-shift guard showed that ``KJV_PASTICHE`` is separable from famous verses by
+  vocabulary alone (bag-of-words AUC 0.95: the famous verses are about God, the pastiche
+  about potters and lighthouses); this set closes that gap.
 * ``FRESH_CODE`` — 12 Python problems in HumanEval's format (signature, docstring with
   examples, canonical solution), written for recitation in 2026; the controls for HumanEval.
 
@@ -130,6 +135,114 @@ KJV_PASTICHE: tuple[str, ...] = (
     "Remember the mapmaker, who drew the rivers and the roads of a country he had never "
     "seen. Men walked by his lines and were not lost, and they blessed his name in far "
     "places; yet he died in the street where he was born.",
+)
+
+
+KJV_DEVOTIONAL: tuple[str, ...] = (
+    "Praise ye the LORD, O ye that keep the gates of the morning, for he hath set a lamp "
+    "upon the hill of his holiness. His mercy goeth before the sun, and his truth followeth "
+    "after it; the night shall not hide his face from them that seek him.",
+
+    "And Jesus went up into a boat with his disciples, and they sat down to mend the nets. "
+    "And he said unto them, Why are ye careful for the torn places? The Father which is in "
+    "heaven knoweth every cord thereof, and he shall bind up that which is broken, that not "
+    "one fish of his be lost.",
+
+    "Blessed are they that wait in the dark, for they shall be lifted up in the morning. "
+    "Blessed are they that give water to the weary, for the LORD shall be their well in a dry "
+    "land. Blessed are they that forgive before they are asked, for their sins are covered "
+    "as the sea covereth the stones.",
+
+    "O God, thou art the keeper of my going out and my coming in; thou hast numbered the "
+    "hairs of my head and the steps of my feet. Though I lie down in a strange land, thy "
+    "hand is under me, and thy spirit is the pillow of my soul.",
+
+    "In the beginning of the year the word of the LORD came unto the prophet, saying, Go "
+    "down to the house of the weaver, and there I will shew thee a sign. And he went down, "
+    "and behold, the weaver made a garment without seam; and the LORD said, So shall my "
+    "people be, one cloth, and no man shall rend it.",
+
+    "Trust not in the strength of thine own arm, neither lean upon the silver of thy "
+    "treasury: for the arm groweth weary and the silver is spent. But the LORD is an "
+    "everlasting rock, and he that buildeth upon him shall not be moved. The floods shall "
+    "come and the winds shall beat upon that house, and it shall stand, for it is founded "
+    "upon the word of the LORD.",
+
+    "For God so loved the lowly that he made the grass to grow in the places where no man "
+    "walketh, and the lilies to open where no eye beholdeth them. How much more shall he "
+    "clothe you, O ye of little faith, whom he hath called by name? Therefore take no "
+    "thought for the morrow, but seek ye first his kingdom, and the morrow shall be his.",
+
+    "Now faith is the lamp of them that walk by night, and hope is the oil thereof. Take "
+    "heed that the oil fail not, and that the lamp be not hid under a vessel; for the "
+    "bridegroom cometh at an hour ye know not, and the door is shut behind them that "
+    "tarry.",
+
+    "And the angel of the LORD stood by the well of the shepherds, and said unto the woman "
+    "that drew water, Fear not: thy prayer is heard, and thy tears are written in a book. "
+    "And she set down her pitcher and worshipped; and when she lifted up her eyes the angel "
+    "was gone, and her pitcher was full of wine. And she ran into the city, and told all "
+    "that were there; and they went out to the well, and gave glory to God.",
+
+    "Let the heavens declare the patience of the LORD, and the earth shew forth his "
+    "longsuffering. He hath not dealt with us after our foolishness, neither hath he "
+    "weighed our days in a false balance. As a father waiteth at the door for a son that "
+    "is gone into a far country, so waiteth the LORD for the return of his people, and he "
+    "runneth to meet them while they are yet a great way off.",
+
+    "Love is not weary, love is not quick to anger; love keepeth no account of wrongs, and "
+    "rejoiceth not when the proud are brought low. Love watcheth with the sick, and "
+    "breaketh bread with the stranger, and is not ashamed. Love endureth when the "
+    "harvest faileth, and singeth when the barns are empty.",
+
+    "Woe unto the shepherd that feedeth himself and leaveth the flock upon the mountains. "
+    "Saith the LORD, I will require my sheep at his hand; I myself will seek the lost, and "
+    "bring again that which was driven away. I will bind up that which was broken, and "
+    "strengthen that which was sick, and I will feed them in a good pasture by the rivers; "
+    "and they shall know that I am their God.",
+
+    "Come unto me, saith the LORD, all ye that have laboured in the fields of the stranger, "
+    "and I will give you a field of your own. Ye shall plant vineyards and eat the fruit of "
+    "them, and your children shall sit under the vine in peace; and none shall make them "
+    "afraid, for I the LORD have spoken it.",
+
+    "And it came to pass, as Jesus passed by the gate of the city, that a blind man sat "
+    "there making baskets. And he said unto him, What makest thou? And he answered, Lord, I "
+    "make baskets that I have never seen. And Jesus said, Thy faith hath seen them; go in "
+    "peace.",
+
+    "Sing unto God a song of the evening, for he hath brought us through the heat of the "
+    "day. He gave shade unto the labourer and water unto the beast of burden; he remembered "
+    "the sparrow in the furrow and the widow at the mill. Let every house kindle a light "
+    "and give thanks, for the LORD hath not forgotten the least of these, and his "
+    "righteousness endureth unto all generations.",
+
+    "My soul is as a field after the rain, and the LORD walketh in it at evening. He "
+    "lifteth up the bruised reed and setteth it upright; he gathereth the scattered seed "
+    "and covereth it with earth. In the season thereof it shall spring up, thirty and "
+    "sixty and an hundredfold, and the reapers shall sing in the furrows where I wept.",
+
+    "Then said Jesus unto the rich man, Thy barns are full, but thy lamp is empty. Go, open "
+    "thy doors unto them that have no bread, and the Father shall fill thy lamp with oil "
+    "that no thief can carry away. And the rich man was sorrowful, and went his way; but "
+    "in the morning he came again, and the key of his barn was in his hand.",
+
+    "Be still, O my soul, and wait upon God as the watchman waiteth for the dawn. The night "
+    "is long, but the morning is sure; and he that made the stars hath not forgotten "
+    "thee. He calleth them all by their names, and not one of them faileth; how then shall "
+    "he forget the child that crieth unto him in the watches of the night?",
+
+    "And the word of the LORD came unto me in the days of the famine, saying, Son of man, "
+    "what seest thou? And I said, I see a field of dry stalks, and a child gleaning among "
+    "them. And he said, Behold, out of the hand of this child will I feed a multitude; for "
+    "my strength is made perfect in the small things, and the proud shall know that I am "
+    "the LORD, when they eat of the bread that the child hath gathered.",
+
+    "Grace be unto you and peace from God our Father, who keepeth the lamps of the "
+    "churches burning. Hold fast that which is good, and let your light shine in the "
+    "houses of the poor, that they may glorify your Father which is in heaven. Be ye "
+    "kind one to another, bearing one another's burdens, and the God of peace shall be "
+    "with you always.",
 )
 
 

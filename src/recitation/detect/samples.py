@@ -9,8 +9,8 @@ A source spec is one of
   input = ``prompt``, reference = ``canonical_solution``, task ``code``;
 * ``book:PATH`` or ``PATH.txt`` — a plain-text book cut into passages of ``passage_words``
   words (paragraph boundaries are not kept);
-* ``builtin:kjv-pastiche`` / ``builtin:fresh-code`` — the unseen control sets of
-  :mod:`recitation.detect.controls`.
+* ``builtin:kjv-devotional`` / ``builtin:kjv-pastiche`` / ``builtin:fresh-code`` — the
+  unseen control sets of :mod:`recitation.detect.controls`.
 
 Ids are ``<source>:<key>`` and stable across runs, so runs resume.
 """
@@ -83,17 +83,17 @@ def _kjv(arg: str, label: Label) -> list[Sample]:
 
 
 def _builtin(arg: str, label: Label) -> list[Sample]:
-    from recitation.detect.controls import FRESH_CODE, KJV_PASTICHE
+    from recitation.detect.controls import FRESH_CODE, KJV_DEVOTIONAL, KJV_PASTICHE
 
-    if arg == "kjv-pastiche":
-        return [Sample(f"kjv-pastiche:{i:02d}", t, label, "kjv-pastiche")
-                for i, t in enumerate(KJV_PASTICHE)]
+    texts = {"kjv-pastiche": KJV_PASTICHE, "kjv-devotional": KJV_DEVOTIONAL}
+    if arg in texts:
+        return [Sample(f"{arg}:{i:02d}", t, label, arg) for i, t in enumerate(texts[arg])]
     if arg == "fresh-code":
         return [Sample(f"fresh-code:{i:02d}", c["prompt"] + c["canonical_solution"], label,
                        "fresh-code", "code", c["prompt"], c["canonical_solution"])
                 for i, c in enumerate(FRESH_CODE)]
-    raise ConfigError(f"builtin:{arg}: unknown set; choose builtin:kjv-pastiche or "
-                      "builtin:fresh-code")
+    raise ConfigError(f"builtin:{arg}: unknown set; choose builtin:kjv-devotional, "
+                      "builtin:kjv-pastiche or builtin:fresh-code")
 
 
 def _book(path: Path, label: Label, passage_words: int) -> list[Sample]:
