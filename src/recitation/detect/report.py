@@ -112,6 +112,12 @@ def report_table(report: dict[str, Any]) -> Table:
         head.append("blind baselines (AUC): " + ", ".join(
             f"{k} {v:.2f}" for k, v in fa.items() if v is not None))
         head += [f"WARNING: {w}" for w in shift["warnings"]]
+    inverted = [n for n, r in report["detectors"].items()
+                if (r.get("labelled", {}).get("auc_ci") or [None, None])[1] is not None
+                and r["labelled"]["auc_ci"][1] < 0.5]
+    if inverted:
+        head.append("inverted (AUC interval below 0.5: the detector's assumption fails on these "
+                    f"data, e.g. a reference model that memorized more): {', '.join(inverted)}")
     if report.get("errors"):
         head.append(f"{len(report['errors'])} sample(s) with detector errors (see the report)")
     return Table("Membership detection", ["detector", "member if", "ROC AUC [95% CI]",
