@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 EXAMPLES = """examples:
-  recitation detect --members kjv:famous --controls builtin:kjv-pastiche --outputs 5
+  recitation detect --members kjv:famous --controls builtin:kjv-devotional --outputs 5
   recitation detect --members humaneval:0-19 --controls builtin:fresh-code --detectors pearl
   recitation detect --model gpt-4o-mini --backend openai --members my.jsonl \\
       --controls fresh.jsonl --detectors pearl --estimate-only
@@ -29,7 +29,7 @@ def add_detect_parser(sub: Any) -> None:
                    "default kjv:famous)")
     p.add_argument("--controls", action="append", default=None, metavar="SRC",
                    help="text the model cannot have seen, same sources "
-                   "(default builtin:kjv-pastiche)")
+                   "(default builtin:kjv-devotional)")
     p.add_argument("--limit", type=int, default=None, help="samples per source")
     p.add_argument("--detectors", nargs="+", default=["pearl", "whitebox"],
                    choices=["pearl", "whitebox"])
@@ -65,7 +65,7 @@ def add_detect_parser(sub: Any) -> None:
 def _params(args: argparse.Namespace) -> dict[str, Any]:
     params: dict[str, Any] = {
         "members": args.members or ["kjv:famous"],
-        "controls": args.controls or ["builtin:kjv-pastiche"],
+        "controls": args.controls or ["builtin:kjv-devotional"],
         "limit": args.limit, "detectors": args.detectors,
         "perturbations": args.perturbations, "task": args.task, "mode": args.mode,
         "outputs": args.outputs, "max_intensity": args.max_intensity,

@@ -43,7 +43,7 @@ DETECTORS: tuple[DetectorFamily, ...] = ("pearl", "whitebox")
 class DetectParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     members: list[str] = Field(default_factory=lambda: ["kjv:famous"])
-    controls: list[str] = Field(default_factory=lambda: ["builtin:kjv-pastiche"])
+    controls: list[str] = Field(default_factory=lambda: ["builtin:kjv-devotional"])
     limit: int | None = Field(None, ge=1)  # samples per source
     passage_words: int = Field(60, ge=8)
     detectors: list[DetectorFamily] = Field(default_factory=lambda: list(DETECTORS))
