@@ -36,7 +36,8 @@ from recitation.serve import FaultAction, RequestInfo, ServerHandle, start_serve
 KEY_ENV = "RECITATION_TEST_FAULT_KEY"
 KEY = "sk-fault-test-SECRET-4242-do-not-store"
 FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=1.0)
-TIMEOUT = 0.3
+SHORT_TIMEOUT = 1.0  # client timeout for the timeout fault
+TIMEOUT = 15.0  # everywhere else: generous, the machine may be busy
 
 
 class Faults:
@@ -61,18 +62,18 @@ class Faults:
 @dataclass
 class Backend:
     name: str
-    make: Callable[[ServerHandle], Model]
+    make: Callable[[ServerHandle, float], Model]
 
 
 BACKENDS = [
     Backend(
         "openai",
-        lambda h: OpenAIModel("scripted", base_url=h.url, api_key_env=KEY_ENV, timeout=TIMEOUT),
+        lambda h, t: OpenAIModel("scripted", base_url=h.url, api_key_env=KEY_ENV, timeout=t),
     ),
     Backend(
         "anthropic",
-        lambda h: AnthropicModel(
-            "scripted", base_url=h.root_url, api_key_env=KEY_ENV, timeout=TIMEOUT
+        lambda h, t: AnthropicModel(
+            "scripted", base_url=h.root_url, api_key_env=KEY_ENV, timeout=t
         ),
     ),
 ]
@@ -94,6 +95,10 @@ FAULTS: dict[str, tuple[FaultAction, type[BackendError], list[str]]] = {
         ["unexpected shape"],
     ),
 }
+
+
+def timeout_for(fault: str) -> float:
+    return SHORT_TIMEOUT if fault == "timeout" else TIMEOUT
 
 
 @pytest.fixture(autouse=True)
@@ -127,7 +132,7 @@ async def test_transient_fault_is_retried(
     backend: Backend, fault: str, server: ServerHandle, faults: Faults, store: RunStore
 ) -> None:
     faults.set(FAULTS[fault][0], times=2)
-    m = ManagedModel(backend.make(server), store=store, retry=FAST)
+    m = ManagedModel(backend.make(server, timeout_for(fault)), store=store, retry=FAST)
     [gen] = await m.generate([REQ])
     await m.aclose()
     assert gen.text == "alpha beta"
@@ -144,7 +149,7 @@ async def test_persistent_fault_is_reported_and_recorded(
 ) -> None:
     action, error, words = FAULTS[fault]
     faults.set(action)
-    m = ManagedModel(backend.make(server), store=store, retry=FAST)
+    m = ManagedModel(backend.make(server, timeout_for(fault)), store=store, retry=FAST)
     with pytest.raises(error) as e:
         await m.generate([REQ])
     await m.aclose()
@@ -163,7 +168,9 @@ async def test_retry_after_is_honoured(
     backend: Backend, server: ServerHandle, faults: Faults
 ) -> None:
     faults.set(FaultAction.rate_limited(retry_after=0.4), times=1)
-    m = ManagedModel(backend.make(server), retry=RetryPolicy(3, base_delay=0.001, max_delay=5.0))
+    m = ManagedModel(
+        backend.make(server, TIMEOUT), retry=RetryPolicy(3, base_delay=0.001, max_delay=5.0)
+    )
     t0 = time.monotonic()
     [gen] = await m.generate([REQ])
     await m.aclose()
@@ -175,7 +182,7 @@ async def test_rejected_key_is_not_retried(
     backend: Backend, server: ServerHandle, faults: Faults, store: RunStore
 ) -> None:
     faults.set(FaultAction.server_error(401))
-    m = ManagedModel(backend.make(server), store=store, retry=FAST)
+    m = ManagedModel(backend.make(server, TIMEOUT), store=store, retry=FAST)
     with pytest.raises(AuthenticationError, match=r"after 1 attempt\(s\).*HTTP 401"):
         await m.generate([REQ])
     await m.aclose()
@@ -194,7 +201,7 @@ async def test_key_never_reaches_store_or_logs(
     sent to the server, but no byte of the run store and no log line contains it."""
     caplog.set_level(logging.DEBUG)
     store = RunStore(tmp_path / "run", create=True)
-    m = ManagedModel(backend.make(server), store=store, retry=FAST)
+    m = ManagedModel(backend.make(server, TIMEOUT), store=store, retry=FAST)
     await m.generate([REQ, GenerationRequest(prompt="delta epsilon", max_tokens=2)])
     echo_key = {"error": {"message": f"bad key {KEY}"}, "type": "error"}
     faults.set(FaultAction.json_body(echo_key, status=500), times=10**9)

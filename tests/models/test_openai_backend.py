@@ -167,10 +167,10 @@ async def test_parameters_reach_the_server(scripted_server: ServerHandle, key: s
 
 
 async def test_requests_of_one_call_run_concurrently_and_bounded(key: str) -> None:
-    hold = FaultAction.hang(0.3)
+    hold = FaultAction.hang(0.5)
     with start_server(ScriptedModel(), fault_hook=lambda i: hold) as h:
         reqs = [GenerationRequest(prompt=f"p {i}", max_tokens=2) for i in range(4)]
-        for limit, lo, hi in ((4, 0.3, 0.9), (2, 0.6, 1.5)):
+        for limit, lo, hi in ((4, 0.5, 1.5), (2, 1.0, 2.0)):  # serial: 2.0 s
             m = client_for(h, max_concurrency=limit)
             t0 = time.monotonic()
             out = await m.generate(reqs)

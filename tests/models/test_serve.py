@@ -258,7 +258,7 @@ def test_stop_releases_hung_requests_quickly() -> None:
         wait_for(lambda: len(h.received) == 1, timeout=20)
         t0 = time.monotonic()
         h.stop()
-        assert time.monotonic() - t0 < 2.0
+        assert time.monotonic() - t0 < 5.0
     finally:
         proc.kill()
         proc.wait()
