@@ -161,3 +161,34 @@ async def test_score_goes_through_cache(tmp_path: Path) -> None:
     a = await m.score(["one two three", "four five"])
     b = await m.score(["one two three", "four five"])
     assert a[0].logprobs == b[0].logprobs and b[0].cached and len(inner.scored) == 2
+
+
+async def test_non_reproducible_calls_resume_by_occurrence(tmp_path: Path) -> None:
+    """Sampled calls without a seed are not cached, but a resumed run reuses the n-th
+    recorded identical call for its n-th occurrence, so no completed call is repeated."""
+    store = RunStore(tmp_path / "run", create=True)
+    counter = {"n": 0}
+
+    def numbered(req: GenerationRequest) -> str:
+        counter["n"] += 1
+        return f"sample {counter['n']}"
+
+    same = [GenerationRequest(prompt="a b", max_tokens=2, temperature=1.0)] * 3
+    first = await ManagedModel(ScriptedModel(numbered), store=store).generate(same)
+    assert [g.text for g in first] == ["sample 1", "sample 2", "sample 3"]
+    resumed = ManagedModel(ScriptedModel(numbered), store=store)
+    again = await resumed.generate(same + same[:1])
+    assert [g.text for g in again] == ["sample 1", "sample 2", "sample 3", "sample 4"]
+    assert resumed.stats.served_from_store == 3 and resumed.stats.backend_calls == 1
+
+
+async def test_unreproducible_backend_is_never_served_from_cache(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    inner = ScriptedModel()
+    inner.capabilities = replace(inner.capabilities, reproducible=False)
+    m = ManagedModel(inner, cache=cache)
+    await m.generate(reqs(2))
+    await ManagedModel(inner, cache=cache).generate(reqs(2))
+    assert len(inner.requests) == 4

@@ -73,3 +73,15 @@ def test_job_params_and_names_are_validated() -> None:
         make_job("prefix_probe", {"max_words": 1}, 0)
     with pytest.raises(ConfigError, match=r"params\.source: Value error|needs 'path'"):
         make_job("prefix_probe", {"source": "jsonl"}, 0)
+
+
+def test_api_key_env_false_means_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    from recitation.models.registry import build_backend
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    cfg = parse_config({"job": "x", "model": {"backend": "openai", "model": "m",
+                                              "base_url": "http://127.0.0.1:9/v1",
+                                              "api_key_env": False}})
+    assert build_backend(cfg.model).backend == "openai"
+    with pytest.raises(Exception, match="OPENAI_API_KEY"):
+        build_backend(cfg.model.model_copy(update={"api_key_env": None}))

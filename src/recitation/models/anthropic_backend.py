@@ -79,7 +79,8 @@ def messages_params(model: str, req: GenerationRequest) -> dict[str, Any]:
 class AnthropicModel(Model):
     backend = "anthropic"
     capabilities = Capabilities(
-        chat=True, completion=False, logprobs=False, full_distribution=False, seeded_sampling=False
+        chat=True, completion=False, logprobs=False, full_distribution=False,
+        seeded_sampling=False, reproducible=False,
     )
 
     def __init__(

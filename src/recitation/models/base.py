@@ -176,6 +176,9 @@ class Capabilities:
     logprobs: bool = False  # score() works
     full_distribution: bool = False  # score() fills mean_logprob / std_logprob
     seeded_sampling: bool = True
+    # Greedy and seeded calls give the same answer again (so the cross-run cache may serve
+    # them). False for APIs that ignore sampling settings (Anthropic's current API).
+    reproducible: bool = True
 
 
 class Model(abc.ABC):

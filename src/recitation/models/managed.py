@@ -12,7 +12,10 @@ know whether they talk to a bare backend or a managed one. For each call it
    honoured);
 4. records the call (tokens, latency, cost, error) in the run store and the cache.
 
-Sampled calls without a seed are recorded but never reused.
+Calls that do not reproduce (sampled without a seed, or on a backend whose
+``capabilities.reproducible`` is false) never come from the cross-run cache; within a run,
+the n-th identical such call is answered by the n-th recorded one, so a resumed run repeats
+none of them either.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import asyncio
 import logging
 import random
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -151,6 +155,7 @@ class ManagedModel(Model):
         self.budget = budget or Budget()
         self.prices = prices or PriceTable()
         self.stats = CallStats()
+        self._seen: Counter[str] = Counter()  # occurrences of each non-reproducible call
         self._sem = asyncio.Semaphore(self.limits.concurrency)
         self._rate = RateLimiter(self.limits.requests_per_minute, self.limits.tokens_per_minute)
 
@@ -162,8 +167,9 @@ class ManagedModel(Model):
 
     async def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
         payloads = [r.to_dict() for r in requests]
+        reproducible = self.capabilities.reproducible
         return await self._managed(
-            "generate", payloads, [r.deterministic for r in requests],
+            "generate", payloads, [r.deterministic and reproducible for r in requests],
             lambda idx: self.inner.generate([requests[i] for i in idx]),
             Generation.from_dict,
             [max(1, len(r.prompt or "".join(m.content for m in r.messages or ())) // 4)
@@ -192,7 +198,11 @@ class ManagedModel(Model):
         out: list[T | None] = [None] * len(payloads)
         misses: list[int] = []
         for i, key in enumerate(keys):
-            hit = self._lookup(kind, key, payloads[i]) if deterministic[i] else None
+            if deterministic[i]:
+                hit = self._lookup(kind, key, payloads[i])
+            else:  # the n-th identical call of a resumed run reuses the n-th recorded one
+                hit = self._lookup_store(key, self._seen[key])
+                self._seen[key] += 1
             if hit is not None:
                 out[i] = parse(hit, cached=True)
             else:
@@ -211,12 +221,16 @@ class ManagedModel(Model):
         await _gather_all([run_chunk(c) for c in chunks])
         return [o for o in out if o is not None]
 
+    def _lookup_store(self, key: str, nth: int = 0) -> dict[str, Any] | None:
+        hit = self.store.lookup_call(key, nth) if self.store is not None else None
+        if hit is not None:
+            self.stats.served_from_store += 1
+        return hit
+
     def _lookup(self, kind: str, key: str, payload: dict[str, Any]) -> dict[str, Any] | None:
-        if self.store is not None:
-            hit = self.store.lookup_call(key)
-            if hit is not None:
-                self.stats.served_from_store += 1
-                return hit
+        hit = self._lookup_store(key)
+        if hit is not None:
+            return hit
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:

@@ -24,7 +24,7 @@ def build_backend(cfg: ModelConfig) -> Model:
         except ImportError as e:
             raise MissingDependencyError("openai", "api", "the openai backend") from e
         return OpenAIModel(cfg.model, base_url=cfg.base_url,
-                           api_key_env=cfg.api_key_env or "OPENAI_API_KEY",
+                           api_key_env=_key_env(cfg, "OPENAI_API_KEY"),
                            timeout=cfg.timeout, max_concurrency=cfg.concurrency)
     if cfg.backend == "anthropic":
         try:
@@ -32,13 +32,19 @@ def build_backend(cfg: ModelConfig) -> Model:
         except ImportError as e:
             raise MissingDependencyError("anthropic", "api", "the anthropic backend") from e
         return AnthropicModel(cfg.model, base_url=cfg.base_url,
-                              api_key_env=cfg.api_key_env or "ANTHROPIC_API_KEY",
+                              api_key_env=_key_env(cfg, "ANTHROPIC_API_KEY"),
                               timeout=cfg.timeout, max_concurrency=cfg.concurrency)
     if cfg.backend == "scripted":
         from recitation.models.scripted import ScriptedModel
 
         return ScriptedModel(name=cfg.model)
     raise ConfigError(f"model.backend: unknown backend '{cfg.backend}'; choose from {BACKENDS}")
+
+
+def _key_env(cfg: ModelConfig, default: str) -> str | None:
+    if cfg.api_key_env is False:
+        return None  # the server needs no key
+    return cfg.api_key_env or default
 
 
 def build_managed(cfg: RunConfig, *, store: RunStore | None,

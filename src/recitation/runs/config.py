@@ -8,7 +8,7 @@ A run config looks like::
       backend: local             # local | openai | anthropic | scripted
       model: smollm2             # embedded SmolLM2, a transformers dir, a .gguf, or an API name
       base_url: null             # OpenAI-compatible / Anthropic endpoint
-      api_key_env: null          # NAME of the environment variable holding the key
+      api_key_env: null          # NAME of the variable holding the key; false: no key needed
       concurrency: 4
       batch_size: 8
       requests_per_minute: null
@@ -42,7 +42,9 @@ class ModelConfig(_Strict):
     backend: Literal["local", "openai", "anthropic", "scripted"] = "local"
     model: str = "smollm2"
     base_url: str | None = None
-    api_key_env: str | None = None
+    # NAME of the variable holding the key (default OPENAI_API_KEY / ANTHROPIC_API_KEY);
+    # false for servers that need no key (e.g. `recitation serve`).
+    api_key_env: str | Literal[False] | None = None
     timeout: float = Field(60.0, gt=0)
     concurrency: int = Field(4, ge=1)
     batch_size: int = Field(8, ge=1)

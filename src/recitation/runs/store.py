@@ -142,13 +142,13 @@ class RunStore:
             )
             self._db.commit()
 
-    def lookup_call(self, key: str) -> dict[str, Any] | None:
-        """The response of a successful call with this hash, if the run made one."""
+    def lookup_call(self, key: str, nth: int = 0) -> dict[str, Any] | None:
+        """The response of the ``nth`` successful call with this hash, if the run made one."""
         with self._lock:
             row = self._db.execute(
                 "SELECT response FROM calls WHERE key = ? AND error IS NULL"
-                " AND response IS NOT NULL ORDER BY id LIMIT 1",
-                (key,),
+                " AND response IS NOT NULL ORDER BY id LIMIT 1 OFFSET ?",
+                (key, nth),
             ).fetchone()
         return json.loads(row[0]) if row else None
 
