@@ -127,9 +127,10 @@ def _run_job(params: dict[str, Any], model: dict[str, Any], runs: Path) -> list[
 
 
 @pytest.mark.slow
-def test_embedded_direct_equals_served(shared_data: Path, tmp_path: Path,
-                                       local_model: Any) -> None:
+def test_embedded_direct_equals_served(shared_data: Path, tmp_path: Path, local_model: Any,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Every method on the real SmolLM2, directly and through recitation serve: same texts."""
+    monkeypatch.setenv("RECITATION_SERVE_KEY", "unused")
     params = {"book": str(book_file(shared_data)), "chapters": [0], "max_event_words": 70,
               "recap": {"max_new_tokens": 24, "feedback_max_tokens": 24, "max_rounds": 1},
               "filter": {"time_budget_s": 3, "threshold": 0.0}}
@@ -137,7 +138,7 @@ def test_embedded_direct_equals_served(shared_data: Path, tmp_path: Path,
                       tmp_path / "a")
     with start_server(local_model) as server:
         served = _run_job(params, {"backend": "openai", "model": "smollm2",
-                                   "base_url": server.url, "api_key_env": "NO_KEY_NEEDED"},
+                                   "base_url": server.url, "api_key_env": "RECITATION_SERVE_KEY"},
                           tmp_path / "b")
     assert [i for i, _ in direct] == [i for i, _ in served] and direct
     for (_, a), (_, b) in zip(direct, served, strict=True):
