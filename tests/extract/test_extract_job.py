@@ -132,3 +132,27 @@ def test_written_file_round_trips_through_the_loader(tmp_path: Path) -> None:
     assert "recitation" in ev.extra and "cost" in ev.extra["recitation"]
     lines = path.with_suffix(".attempts.jsonl").read_text().splitlines()
     assert len(lines) == len(list(book.events()))
+
+
+def test_latex_paper_sections_are_targets(tmp_path: Path) -> None:
+    tex = tmp_path / "paper.tex"
+    tex.write_text(r"""\documentclass{article}
+\title{A Tiny Paper}
+\begin{document}
+\maketitle
+\section{Introduction}
+We study how models recall text. Our method is simple. It works on sections of papers.
+
+Second paragraph of the introduction, with more words to make it long enough.
+\section{Method}
+The method asks a model to reproduce each section. We compare outputs with the source.
+\end{document}
+""", encoding="utf-8")
+    job, records = run_job({"book": str(tex), "methods": ["dsp"],
+                            "summary": {"max_attempts": 1, "fallback_words": 10}})
+    assert job.recap_config().domain == "paper"
+    assert [r["kind"] for _, r in records] == ["chapter", "chapter"]
+    events = event_records(records)
+    assert events and all(e["chapter_title"] in ("Introduction", "Method") for e in events)
+    first = events[0]["attempts"][0]["messages"][0]["content"]
+    assert "known paper" in first and "section_title: Introduction" in first

@@ -145,6 +145,14 @@ class ExtractJob(Job):
                                             "chapter_title": ch.title, "text": ch.full_text}))
         return out[: p.max_events] if p.max_events else out
 
+    def recap_config(self) -> RecapConfig:
+        """``params.recap``; papers (LaTeX sources) get ``domain: paper`` unless it was set."""
+        recap = self.params.recap
+        if "domain" not in recap.model_fields_set and \
+                self.book().metadata.get("format") == "latex":
+            recap = recap.model_copy(update={"domain": "paper"})
+        return recap
+
     # -- models --------------------------------------------------------------------------
     def use_models(self, *, helper: Model | None = None, judge: Model | None = None) -> None:
         """Library use and tests: give the helper / judge models directly."""
@@ -168,7 +176,7 @@ class ExtractJob(Job):
     async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
         helper = self._model_for("helper", self.params.helper, model)
         judge = self._model_for("judge", self.params.judge, model)
-        pipe = Pipeline(model, helper, judge, self.params.recap)
+        pipe = Pipeline(model, helper, judge, self.recap_config())
         chapters: dict[str, dict[str, Any]] = {}
         states: list[tuple[str, EventState]] = []
         for it in items:
@@ -197,7 +205,7 @@ class ExtractJob(Job):
         p = item.payload
         chapter = Chapter(id=item.id, title=p["chapter_title"], text=p["text"])
         ledger = Ledger()
-        agent = SectionSummaryAgent(helper, self.params.summary, self.params.recap.domain)
+        agent = SectionSummaryAgent(helper, self.params.summary, self.recap_config().domain)
         seg = await agent.segment(chapter)
         for gen in agent.generations:
             ledger.add("summary", gen, price_of(helper, gen))

@@ -130,7 +130,7 @@ class EventState:
 
     def to_record(self) -> dict[str, Any]:
         return {
-            "event_id": self.id, "title": self.meta.chapter_title,
+            "event_id": self.id, "chapter_title": self.meta.chapter_title,
             "llm_completions": self.completions, "attempts": self.attempts,
             "rouge_l": self.rouge, "refusals": self.refusals, "rounds": self.rounds,
             "stop_reason": self.stop_reason, "filter": self.filter,
