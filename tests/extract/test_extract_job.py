@@ -101,6 +101,7 @@ def test_text_book_segmented_extracted_and_reported(tmp_path: Path) -> None:
     scores = evaluate_book(book, EvaluateConfig(methods=tuple(set(ECHO_METHOD.values()))))
     table = summary_table(records, list(job.params.methods), job.book())
     rows = {r[0]: r for r in table.rows}
+    assert any(line.startswith("filter cost in ROUGE-L: +0.0000") for line in table.headline)
     assert rows["recap"][2] == f"{scores['rouge_scores'][ECHO_METHOD['recap']]:.4f}"
     assert float(rows["recap"][2]) > float(rows["dsp"][2])
     costs = method_costs(events, [r["summary_cost"] for _, r in records])

@@ -202,6 +202,12 @@ def summary_table(records: list[tuple[str, dict[str, Any]]], methods: list[str],
         c, r = costs[m], rouge.get(m)
         rows.append([m, len(events), "-" if r is None else f"{r:.4f}", c.prompts,
                      c.input_tokens, c.output_tokens, f"{c.dollars:.4f}"])
+    lines = headline(events, costs) if events else []
+    r_all, r_filt = rouge.get("recap"), rouge.get("recap_filter")
+    if r_all is not None and r_filt is not None and "recap" in methods:
+        saved = costs["recap"].input_tokens + costs["recap"].output_tokens - (
+            costs["recap_filter"].input_tokens + costs["recap_filter"].output_tokens)
+        lines.append(f"filter cost in ROUGE-L: {r_all - r_filt:+.4f} (RECAP {r_all:.4f} vs "
+                     f"RECAP+filter {r_filt:.4f}); tokens saved: {saved}")
     return Table("Extraction", ["method", "events", "ROUGE-L (weighted recall)", "prompts",
-                                "input tokens", "output tokens", "USD"], rows,
-                 headline(events, costs) if events else [])
+                                "input tokens", "output tokens", "USD"], rows, lines)
