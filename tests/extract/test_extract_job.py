@@ -119,6 +119,7 @@ def test_filter_only_skips_feedback_for_low_scores(tmp_path: Path) -> None:
     events = event_records(records)
     assert events and all(not e["filter"]["passed"] for e in events)
     assert all(e["rounds"] == 0 and "feedback" not in e["cost"] for e in events)
+    assert all(e["stop_reason"] == "filtered_out" for e in events)
 
 
 def test_written_file_round_trips_through_the_loader(tmp_path: Path) -> None:

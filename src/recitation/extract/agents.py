@@ -178,6 +178,9 @@ class Pipeline:
     async def feedback_loop(self, events: list[EventState],
                             keep: Callable[[EventState], bool] = lambda e: True) -> None:
         active = [ev for ev in events if ev.accepted and keep(ev)]
+        for ev in events:
+            if ev.accepted and ev not in active:
+                ev.stop_reason = "filtered_out"
         for ev in active:
             ev.stop_reason = should_stop([ev.rouge["round_0"]], self.cfg.stop_rouge,
                                          self.cfg.min_gain) or ""
