@@ -205,3 +205,18 @@ def test_reference_calls_go_to_the_run_store_through_the_run_context(
     with RunStore(run) as store:
         models = [c["model"] for c in store.calls()]
     assert models.count("ref") == 4 and models.count("target") == 8
+
+
+def test_a_token_budget_stops_the_run_and_the_partial_report_is_stored(
+        params: dict[str, object], tmp_path: Path) -> None:
+    from recitation.detect.report import finalize_run
+
+    cfg = parse_config({"job": "detect", "model": {"backend": "scripted", "batch_size": 1},
+                        "budget": {"max_tokens": 400}, "params": params})
+    run = create_run(cfg, tmp_path / "runs")
+    out = asyncio.run(execute(run))
+    assert out.status == "budget_exhausted" and out.done_items < 4
+    report = finalize_run(run)
+    with RunStore(run) as store:
+        assert store.get_meta("detect_report") == json.loads(json.dumps(report))
+    assert report["n_members"] + report["n_controls"] == out.done_items
