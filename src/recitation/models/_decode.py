@@ -36,10 +36,22 @@ def _forward(model: Any, ids: torch.Tensor, mask: torch.Tensor, past: Any) -> An
         return model(**kwargs)
 
 
+def _encode(tok: Any, texts: list[str], add_special: list[bool]) -> dict[str, torch.Tensor]:
+    """Tokenize each text (with the tokenizer's special tokens, e.g. BOS, where asked) and
+    left-pad the batch."""
+    rows = [tok(t, add_special_tokens=a)["input_ids"] for t, a in zip(texts, add_special,
+                                                                       strict=True)]
+    enc: dict[str, torch.Tensor] = tok.pad({"input_ids": rows}, padding=True,
+                                           return_tensors="pt")
+    return enc
+
+
 @torch.inference_mode()
 def decode_batch(model: Any, tok: Any, stop_ids: set[int], prompts: list[str],
                  requests: list[GenerationRequest]) -> list[Generation]:
-    enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+    # Plain prompts get the tokenizer's BOS (if it adds one); chat prompts are rendered by
+    # the chat template, which already holds every special token.
+    enc = _encode(tok, prompts, [not r.is_chat for r in requests])
     ids, mask = enc["input_ids"], enc["attention_mask"]
     n = len(prompts)
     gens: list[torch.Generator | None] = []
@@ -100,29 +112,30 @@ def decode_batch(model: Any, tok: Any, stop_ids: set[int], prompts: list[str],
 
 @torch.inference_mode()
 def score_texts(model: Any, tok: Any, texts: list[str]) -> list[TokenScores]:
-    """Log p of every token given its prefix, and the vocabulary mean/std of log p there."""
-    enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    """Log p of every token given its prefix, and the vocabulary mean/std of log p there.
+
+    Texts get the tokenizer's special tokens (a BOS where the tokenizer adds one, e.g. Gemma;
+    none for SmolLM2), so the first real token is scored in context. The vocabulary
+    statistics are computed one row at a time to bound memory for large vocabularies."""
+    enc = _encode(tok, texts, [True] * len(texts))
     ids, mask = enc["input_ids"], enc["attention_mask"]
     pos = (mask.long().cumsum(-1) - 1).clamp(min=0)
-    logits = model(input_ids=ids, attention_mask=mask, position_ids=pos).logits.float()
-    logp = torch.log_softmax(logits[:, :-1, :], dim=-1)
-    target = ids[:, 1:]
-    tok_lp = logp.gather(-1, target.unsqueeze(-1)).squeeze(-1)
-    p = logp.exp()
-    mu = (p * logp).sum(-1)
-    sigma = ((p * logp.pow(2)).sum(-1) - mu.pow(2)).clamp(min=0).sqrt()
+    logits = model(input_ids=ids, attention_mask=mask, position_ids=pos).logits
     out = []
     for i in range(len(texts)):
-        keep = mask[i].bool()
-        row_ids = ids[i][keep].tolist()
-        k = len(row_ids)
-        # left padding: the real tokens are the last k positions
-        sl = slice(ids.shape[1] - k, ids.shape[1] - 1)
+        k = int(mask[i].sum())
+        row_ids = ids[i, ids.shape[1] - k:]  # left padding: the real tokens are the last k
+        logp = torch.log_softmax(logits[i, ids.shape[1] - k : -1].float(), dim=-1)
+        tok_lp = logp.gather(-1, row_ids[1:].unsqueeze(-1)).squeeze(-1)
+        p = logp.exp()
+        mu = (p * logp).sum(-1)
+        sigma = ((p * logp.pow(2)).sum(-1) - mu.pow(2)).clamp(min=0).sqrt()
+        del p, logp
         out.append(TokenScores(
-            tokens=tuple(tok.convert_ids_to_tokens(row_ids)),
-            logprobs=tuple(tok_lp[i, sl].tolist()),
-            mean_logprob=tuple(mu[i, sl].tolist()),
-            std_logprob=tuple(sigma[i, sl].tolist()),
+            tokens=tuple(tok.convert_ids_to_tokens(row_ids.tolist())),
+            logprobs=tuple(tok_lp.tolist()),
+            mean_logprob=tuple(mu.tolist()),
+            std_logprob=tuple(sigma.tolist()),
             usage=Usage(k, 0),
         ))
     return out
