@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from recitation.corpus.echotrace import load_echotrace
 from recitation.evaluate import EvaluateConfig, evaluate_book
 from recitation.extract import prompts
@@ -35,6 +37,12 @@ CH2 = ("Thus the heavens and the earth were finished, and all the host of them. 
        "from all his work which he had made.\n\nAnd God blessed the seventh day, and "
        "sanctified it: because that in it he had rested from all his work which God created "
        "and made.")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_parrot_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parrots are cached per book under the model cache: train them anew in each test."""
+    monkeypatch.setenv("RECITATION_MODEL_CACHE_DIR", str(tmp_path / "models"))
 
 
 def write_book(tmp_path: Path) -> Path:
@@ -96,6 +104,9 @@ def test_text_book_segmented_extracted_and_reported(tmp_path: Path) -> None:
     events = event_records(records)
     assert len(events) == 2 + len(records[1][1]["gold_events"])
     assert all(e["filter"] is not None and e["filter"]["passed"] for e in events)
+    parrot = events[0]["filter"]["parrot"]
+    assert parrot["cached"] is False and parrot["steps"] >= 1 and parrot["base"] == "scratch"
+    assert 0 <= events[0]["filter"]["norm_loss"] <= 1
     # the same numbers as `recitation evaluate` on the written file
     book = build_book(job.book(), records)
     scores = evaluate_book(book, EvaluateConfig(methods=tuple(set(ECHO_METHOD.values()))))

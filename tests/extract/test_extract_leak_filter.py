@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -122,3 +123,21 @@ def test_combine_modes() -> None:
     assert combine("judge_or_keywords", True, True) is True
     assert combine("judge_and_keywords", False, False) is False
     assert combine("keywords", False, False) is False
+
+
+def test_parrot_trains_within_budget_and_is_cached_per_book(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from recitation.extract.filter import FilterConfig, load_or_train_parrot, parrot_dir
+
+    monkeypatch.setenv("RECITATION_MODEL_CACHE_DIR", str(tmp_path))
+    cfg = FilterConfig(time_budget_s=0.5, chunk_tokens=32, stride=8, eval_masks=2)
+    book = GOLD * 4
+    first = load_or_train_parrot(book, cfg)
+    assert first.report["cached"] is False and first.report["seconds"] < 5
+    assert parrot_dir(book, cfg).is_dir() and parrot_dir(book + " x", cfg) != parrot_dir(book, cfg)
+    again = load_or_train_parrot(book, cfg)
+    assert again.report["cached"] is True and again.ref_loss == first.ref_loss
+    text = "it was the age of wisdom, it was the age of foolishness"
+    assert again.raw_loss(text) == pytest.approx(first.raw_loss(text))  # seeded masks
+    assert 0.0 <= again.normalized_loss(text) <= 1.0
+    assert again.normalized_loss("") == 1.0
