@@ -30,7 +30,6 @@ from recitation.extract.records import EventState, Ledger, price_of
 from recitation.extract.summary import SectionSummaryAgent, SummaryConfig
 from recitation.metrics.weighted import strip_given_first_sentence
 from recitation.models.base import Model
-from recitation.models.managed import Limits, ManagedModel, RetryPolicy
 from recitation.runs.config import ModelConfig
 from recitation.runs.jobs import Job, Table, WorkItem
 
@@ -167,8 +166,12 @@ class ExtractJob(Job):
         if cfg is None:
             model = target if role == "helper" else self._model_for("helper", self.params.helper,
                                                                     target)
-        else:
-            model = _managed_like(cfg, target)
+        elif self.context is not None:  # shares the run's store, cache and budget
+            model = self.context.model_for(cfg)
+        else:  # library use without a run
+            from recitation.models.registry import build_backend
+
+            model = build_backend(cfg)
         self._models[role] = model
         return model
 
@@ -241,21 +244,3 @@ class ExtractJob(Job):
 
 def _passed(ev: EventState) -> bool:
     return bool(ev.filter and ev.filter["passed"])
-
-
-def _managed_like(cfg: ModelConfig, target: Model) -> Model:
-    """A managed model for ``cfg`` that shares the target's store, cache, budget and prices."""
-    from recitation.models.registry import build_backend
-
-    backend = build_backend(cfg)
-    if backend.identity() == target.identity():
-        return target
-    if not isinstance(target, ManagedModel):
-        return backend
-    return ManagedModel(
-        backend, store=target.store, cache=target.cache, budget=target.budget,
-        prices=target.prices,
-        retry=RetryPolicy(max_attempts=cfg.max_attempts, base_delay=cfg.retry_base_delay),
-        limits=Limits(concurrency=cfg.concurrency, batch_size=cfg.batch_size,
-                      requests_per_minute=cfg.requests_per_minute,
-                      tokens_per_minute=cfg.tokens_per_minute))

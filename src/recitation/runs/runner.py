@@ -118,7 +118,9 @@ async def execute(run_dir: Path, *, progress: Progress | None = None,
         context = _Context(run_dir, cfg, store, cache, model)
         job.bind(context)
         try:
-            return await _execute(run_dir, store, cfg, job, model, progress)
+            outcome = await _execute(run_dir, store, cfg, job, model, progress)
+            outcome.stats = context.stats()
+            return outcome
         finally:
             await context.aclose()
             if cache is not None:
@@ -145,6 +147,20 @@ class _Context:
             m.budget = self._target.budget  # one budget for the whole run
             self._models[key] = m
         return self._models[key]
+
+    def stats(self) -> CallStats:
+        """Call statistics summed over the target and every extra model."""
+        total = CallStats()
+        for m in [self._target, *self._models.values()]:
+            s = m.stats
+            total.backend_calls += s.backend_calls
+            total.served_from_store += s.served_from_store
+            total.served_from_cache += s.served_from_cache
+            total.failures += s.failures
+            total.usage = total.usage + s.usage
+            total.cost_usd += s.cost_usd
+            total.backend_seconds += s.backend_seconds
+        return total
 
     async def aclose(self) -> None:
         for m in [self._target, *self._models.values()]:
