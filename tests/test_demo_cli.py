@@ -30,7 +30,7 @@ def test_demo_twice_second_from_cache(tmp_path: Path) -> None:
     assert "Prefix probing" in first and "John 1:1" not in first  # limit 2: 1 + 1 passages
     for ref in ("Genesis 1:1", "1 Chronicles 1:5-8"):
         assert ref in first
-    assert re.search(r"famous: 1 passages, mean ROUGE-L F1 [01]\.\d{3}", first)
+    assert re.search(r"famous: 1 passage, mean ROUGE-L F1 [01]\.\d{3}", first)
     assert "backend calls: 2" in first and "from cache: 0" in first
     second = demo(tmp_path)
     assert "backend calls: 0" in second and "from cache: 2" in second

@@ -23,7 +23,7 @@ from recitation import __version__
 from recitation.errors import RecitationError
 from recitation.runs.jobs import Table
 
-console = Console(width=max(Console().width, 130))
+console = Console(width=max(Console().width, 140))
 err_console = Console(stderr=True)
 
 EXIT = {"completed": 0, "budget_exhausted": 3, "incomplete": 4}

@@ -156,7 +156,8 @@ class PrefixProbeJob(Job):
             rs = [r for _, r in records if r["group"] == group]
             mean = sum(r["rouge_l_f1"] for r in rs) / len(rs)
             verb = sum(r["verdict"] == "verbatim" for r in rs)
-            headline.append(f"{group}: {len(rs)} passages, mean ROUGE-L F1 {mean:.3f}, "
+            plural = "s" if len(rs) != 1 else ""
+            headline.append(f"{group}: {len(rs)} passage{plural}, mean ROUGE-L F1 {mean:.3f}, "
                             f"{verb} reproduced verbatim")
         return Table("Prefix probing", ["passage", "group", "LCP words", "ROUGE-L F1",
                                         "verdict", "true continuation", "model continuation"],
