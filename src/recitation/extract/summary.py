@@ -37,6 +37,7 @@ from recitation.extract import prompts
 from recitation.models.base import GenerationRequest, Message, Model
 
 log = logging.getLogger(__name__)
+_SCHEMA_JSON = json.dumps(prompts.EVENT_SCHEMA, sort_keys=True)
 
 
 class SummaryConfig(BaseModel):
@@ -258,7 +259,8 @@ class SectionSummaryAgent:
         c = self.cfg
         return GenerationRequest(messages=tuple(msgs), max_tokens=c.max_tokens,
                                  temperature=c.temperature,
-                                 seed=c.seed if c.temperature > 0 else None)
+                                 seed=c.seed if c.temperature > 0 else None,
+                                 response_schema=_SCHEMA_JSON)
 
     async def segment(self, chapter: Chapter) -> Segmentation:
         text = chapter.full_text

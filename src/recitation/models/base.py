@@ -46,6 +46,10 @@ class GenerationRequest:
     seed: int | None = None
     stop: tuple[str, ...] = ()
     logprobs: bool = False
+    # A JSON schema (as a JSON string, so requests stay hashable) the reply must follow.
+    # Backends with structured output enforce it (openai: response_format json_schema);
+    # others ignore it, so callers still put the schema in the prompt and parse leniently.
+    response_schema: str | None = None
 
     def __post_init__(self) -> None:
         if (self.messages is None) == (self.prompt is None):
@@ -73,6 +77,8 @@ class GenerationRequest:
         d = asdict(self)
         d["messages"] = [asdict(m) for m in self.messages] if self.messages is not None else None
         d["stop"] = list(self.stop)
+        if d["response_schema"] is None:
+            del d["response_schema"]  # keeps cache keys of schema-less calls unchanged
         return d
 
     @staticmethod
@@ -176,6 +182,7 @@ class Capabilities:
     logprobs: bool = False  # score() works
     full_distribution: bool = False  # score() fills mean_logprob / std_logprob
     seeded_sampling: bool = True
+    structured_output: bool = False  # honours GenerationRequest.response_schema
     # Greedy and seeded calls give the same answer again (so the cross-run cache may serve
     # them). False for APIs that ignore sampling settings (Anthropic's current API).
     reproducible: bool = True

@@ -33,6 +33,7 @@ Scoring
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -74,7 +75,8 @@ def _sdk() -> Any:
 class OpenAIModel(Model):
     backend = "openai"
     capabilities = Capabilities(
-        chat=True, completion=True, logprobs=True, full_distribution=False, seeded_sampling=True
+        chat=True, completion=True, logprobs=True, full_distribution=False, seeded_sampling=True,
+        structured_output=True,
     )
 
     def __init__(
@@ -144,6 +146,9 @@ class OpenAIModel(Model):
             params["messages"] = [{"role": m.role, "content": m.content} for m in req.messages]
             if req.logprobs:
                 params["logprobs"] = True
+            if req.response_schema is not None:
+                params["response_format"] = {"type": "json_schema", "json_schema": {
+                    "name": "reply", "schema": json.loads(req.response_schema)}}
             return self._parse(await self._chat(client, params), chat=True)
         params["prompt"] = req.prompt
         if req.logprobs:
