@@ -3,4 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh "all,dev"
+echo "lint: ruff check, mypy --strict"
+.venv/bin/ruff check src tests
+.venv/bin/mypy src
 exec .venv/bin/python -m pytest "$@"
