@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import importlib
 import json
 import os
 import time
@@ -39,9 +40,11 @@ from recitation.errors import (
     BackendError,
     BackendTimeout,
     MalformedResponseError,
+    MissingDependencyError,
     RateLimitError,
     ServerError,
 )
+from recitation.models.base import Generation, GenerationRequest, Model
 
 T = TypeVar("T")
 C = TypeVar("C")
@@ -223,3 +226,66 @@ async def gather_bounded(
         if isinstance(r, BaseException):
             raise r
     return list(results)
+
+
+class SDKModel(Model):
+    """What the SDK backends share: the lazily imported SDK, the key (read once from the
+    environment, never shown), one client per event loop, identity, and error mapping.
+
+    Subclasses set ``backend``, ``sdk_module``, ``client_class``, ``default_base_url`` and
+    implement ``_generate_one(client, request)``.
+    """
+
+    sdk_module: str
+    client_class: str
+    default_base_url: str
+
+    def __init__(self, model: str, *, base_url: str | None, api_key_env: str | None,
+                 timeout: float, max_concurrency: int) -> None:
+        try:
+            self._sdk: Any = importlib.import_module(self.sdk_module)
+        except ImportError as e:
+            raise MissingDependencyError(self.sdk_module, "api",
+                                         f"the {self.backend} backend") from e
+        self.name = model
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.timeout = timeout
+        self.server = display_url(base_url, self.default_base_url)
+        self.__key = resolve_api_key(self.backend, api_key_env)
+        self._clients: PerLoopClient[Any] = PerLoopClient(self._new_client, max_concurrency)
+
+    def _new_client(self) -> Any:
+        return getattr(self._sdk, self.client_class)(
+            api_key=self.__key, base_url=self.base_url, timeout=self.timeout, max_retries=0
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.name!r}, base_url={self.server!r})"
+
+    def identity(self) -> dict[str, Any]:
+        return {"backend": self.backend, "model": self.name, "base_url": self.server}
+
+    async def aclose(self) -> None:
+        await self._clients.aclose()
+
+    @property
+    def _where(self) -> str:
+        return f"{self.backend} model '{self.name}' at {self.server}"
+
+    async def _call(self, fn: Any, **params: Any) -> Any:
+        """One SDK call; SDK errors become recitation errors (with the key scrubbed)."""
+        try:
+            return await fn(**params)
+        except Exception as e:
+            mapped = map_sdk_error(e, self._sdk, self._where, self.__key)
+            if mapped is e:
+                raise
+            raise mapped from None
+
+    async def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        client, sem = self._clients.get()
+        return await gather_bounded(sem, requests, lambda r: self._generate_one(client, r))
+
+    async def _generate_one(self, client: Any, req: GenerationRequest) -> Generation:
+        raise NotImplementedError

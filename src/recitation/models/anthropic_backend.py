@@ -32,27 +32,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from recitation.errors import MalformedResponseError, MissingDependencyError, UnsupportedRequest
-from recitation.models._sdk import (
-    PerLoopClient,
-    display_url,
-    gather_bounded,
-    map_sdk_error,
-    resolve_api_key,
-)
-from recitation.models.base import Capabilities, Generation, GenerationRequest, Model, Usage
+from recitation.errors import MalformedResponseError, UnsupportedRequest
+from recitation.models._sdk import SDKModel
+from recitation.models.base import Capabilities, Generation, GenerationRequest, Usage
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
-
-
-def _sdk() -> Any:
-    try:
-        import anthropic
-    except ImportError as e:
-        raise MissingDependencyError("anthropic", "api", "the anthropic backend") from e
-    return anthropic
 
 
 def messages_params(model: str, req: GenerationRequest) -> dict[str, Any]:
@@ -76,8 +62,11 @@ def messages_params(model: str, req: GenerationRequest) -> dict[str, Any]:
     return params
 
 
-class AnthropicModel(Model):
+class AnthropicModel(SDKModel):
     backend = "anthropic"
+    sdk_module = "anthropic"
+    client_class = "AsyncAnthropic"
+    default_base_url = DEFAULT_BASE_URL
     capabilities = Capabilities(
         chat=True, completion=False, logprobs=False, full_distribution=False,
         seeded_sampling=False, reproducible=False,
@@ -92,14 +81,8 @@ class AnthropicModel(Model):
         timeout: float = 60.0,
         max_concurrency: int = 8,
     ) -> None:
-        self._anthropic = _sdk()
-        self.name = model
-        self.base_url = base_url
-        self.api_key_env = api_key_env
-        self.timeout = timeout
-        self.server = display_url(base_url, DEFAULT_BASE_URL)
-        self.__key = resolve_api_key(self.backend, api_key_env)
-        self._clients: PerLoopClient[Any] = PerLoopClient(self._new_client, max_concurrency)
+        super().__init__(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout,
+                         max_concurrency=max_concurrency)
         self._warned_sampling = False
         if self.server.endswith("/v1"):
             log.warning(
@@ -107,28 +90,6 @@ class AnthropicModel(Model):
                 "/v1/messages itself; use the server root",
                 self._where,
             )
-
-    def _new_client(self) -> Any:
-        return self._anthropic.AsyncAnthropic(
-            api_key=self.__key, base_url=self.base_url, timeout=self.timeout, max_retries=0
-        )
-
-    def __repr__(self) -> str:
-        return f"AnthropicModel(model={self.name!r}, base_url={self.server!r})"
-
-    def identity(self) -> dict[str, Any]:
-        return {"backend": self.backend, "model": self.name, "base_url": self.server}
-
-    async def aclose(self) -> None:
-        await self._clients.aclose()
-
-    @property
-    def _where(self) -> str:
-        return f"{self.backend} model '{self.name}' at {self.server}"
-
-    async def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
-        client, sem = self._clients.get()
-        return await gather_bounded(sem, requests, lambda r: self._generate_one(client, r))
 
     async def _generate_one(self, client: Any, req: GenerationRequest) -> Generation:
         params = messages_params(self.name, req)
@@ -139,13 +100,7 @@ class AnthropicModel(Model):
                 "server's own sampling applies to every request",
                 self._where,
             )
-        try:
-            reply = await client.messages.create(**params)
-        except Exception as e:
-            mapped = map_sdk_error(e, self._anthropic, self._where, self.__key)
-            if mapped is e:
-                raise
-            raise mapped from None
+        reply = await self._call(client.messages.create, **params)
         return self._parse(reply)
 
     def _parse(self, reply: Any) -> Generation:

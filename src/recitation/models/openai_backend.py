@@ -40,21 +40,13 @@ from typing import Any
 from recitation.errors import (
     BackendError,
     MalformedResponseError,
-    MissingDependencyError,
     UnsupportedRequest,
 )
-from recitation.models._sdk import (
-    PerLoopClient,
-    display_url,
-    gather_bounded,
-    map_sdk_error,
-    resolve_api_key,
-)
+from recitation.models._sdk import SDKModel, gather_bounded
 from recitation.models.base import (
     Capabilities,
     Generation,
     GenerationRequest,
-    Model,
     TokenScores,
     Usage,
 )
@@ -64,16 +56,11 @@ log = logging.getLogger(__name__)
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
-def _sdk() -> Any:
-    try:
-        import openai
-    except ImportError as e:
-        raise MissingDependencyError("openai", "api", "the openai backend") from e
-    return openai
-
-
-class OpenAIModel(Model):
+class OpenAIModel(SDKModel):
     backend = "openai"
+    sdk_module = "openai"
+    client_class = "AsyncOpenAI"
+    default_base_url = DEFAULT_BASE_URL
     capabilities = Capabilities(
         chat=True, completion=True, logprobs=True, full_distribution=False, seeded_sampling=True,
         structured_output=True,
@@ -88,49 +75,11 @@ class OpenAIModel(Model):
         timeout: float = 60.0,
         max_concurrency: int = 8,
     ) -> None:
-        self._openai = _sdk()
-        self.name = model
-        self.base_url = base_url
-        self.api_key_env = api_key_env
-        self.timeout = timeout
-        self.server = display_url(base_url, DEFAULT_BASE_URL)
-        self.__key = resolve_api_key(self.backend, api_key_env)
-        self._clients: PerLoopClient[Any] = PerLoopClient(self._new_client, max_concurrency)
+        super().__init__(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout,
+                         max_concurrency=max_concurrency)
         self._chat_limit_param = "max_tokens"
 
-    def _new_client(self) -> Any:
-        return self._openai.AsyncOpenAI(
-            api_key=self.__key, base_url=self.base_url, timeout=self.timeout, max_retries=0
-        )
-
-    def __repr__(self) -> str:
-        return f"OpenAIModel(model={self.name!r}, base_url={self.server!r})"
-
-    def identity(self) -> dict[str, Any]:
-        return {"backend": self.backend, "model": self.name, "base_url": self.server}
-
-    async def aclose(self) -> None:
-        await self._clients.aclose()
-
-    @property
-    def _where(self) -> str:
-        return f"{self.backend} model '{self.name}' at {self.server}"
-
-    async def _call(self, fn: Any, **params: Any) -> Any:
-        """One SDK call; SDK errors become recitation errors."""
-        try:
-            return await fn(**params)
-        except Exception as e:
-            mapped = map_sdk_error(e, self._openai, self._where, self.__key)
-            if mapped is e:
-                raise
-            raise mapped from None
-
     # -- generate ---------------------------------------------------------------------
-    async def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
-        client, sem = self._clients.get()
-        return await gather_bounded(sem, requests, lambda r: self._generate_one(client, r))
-
     async def _generate_one(self, client: Any, req: GenerationRequest) -> Generation:
         params: dict[str, Any] = {
             "model": self.name,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from recitation.errors import ConfigError, MissingDependencyError
+from recitation.errors import ConfigError
 from recitation.models.base import Model
 from recitation.models.managed import Budget, Limits, ManagedModel, RetryPolicy
 from recitation.models.pricing import Price, PriceTable
@@ -18,22 +18,15 @@ def build_backend(cfg: ModelConfig) -> Model:
         from recitation.models.local import LocalModel
 
         return LocalModel(cfg.model)
-    if cfg.backend == "openai":
-        try:
-            from recitation.models.openai_backend import OpenAIModel
-        except ImportError as e:
-            raise MissingDependencyError("openai", "api", "the openai backend") from e
-        return OpenAIModel(cfg.model, base_url=cfg.base_url,
-                           api_key_env=_key_env(cfg, "OPENAI_API_KEY"),
-                           timeout=cfg.timeout, max_concurrency=cfg.concurrency)
-    if cfg.backend == "anthropic":
-        try:
-            from recitation.models.anthropic_backend import AnthropicModel
-        except ImportError as e:
-            raise MissingDependencyError("anthropic", "api", "the anthropic backend") from e
-        return AnthropicModel(cfg.model, base_url=cfg.base_url,
-                              api_key_env=_key_env(cfg, "ANTHROPIC_API_KEY"),
-                              timeout=cfg.timeout, max_concurrency=cfg.concurrency)
+    if cfg.backend in ("openai", "anthropic"):
+        # The SDK is imported by the backend's constructor, which names the missing extra.
+        from recitation.models.anthropic_backend import AnthropicModel
+        from recitation.models.openai_backend import OpenAIModel
+
+        cls = OpenAIModel if cfg.backend == "openai" else AnthropicModel
+        default_env = f"{cfg.backend.upper()}_API_KEY"
+        return cls(cfg.model, base_url=cfg.base_url, api_key_env=_key_env(cfg, default_env),
+                   timeout=cfg.timeout, max_concurrency=cfg.concurrency)
     if cfg.backend == "scripted":
         from recitation.models.scripted import ScriptedModel
 
