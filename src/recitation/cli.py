@@ -183,21 +183,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_runs_show)
 
-    _optional_commands(sub)
+    # These modules import their heavy dependencies lazily, so registering is cheap.
+    from recitation.detect.cli import add_detect_parser
+    from recitation.evaluate import add_evaluate_parser
+    from recitation.extract.cli import add_extract_parser
+    from recitation.serve import add_serve_parser
+
+    for add in (add_serve_parser, add_evaluate_parser, add_extract_parser, add_detect_parser):
+        add(sub)
     return parser
-
-
-def _optional_commands(sub: Any) -> None:
-    for module, fn in (("recitation.serve", "add_serve_parser"),
-                       ("recitation.evaluate", "add_evaluate_parser"),
-                       ("recitation.extract.cli", "add_extract_parser"),
-                       ("recitation.detect.cli", "add_detect_parser")):
-        try:
-            mod = __import__(module, fromlist=[fn])
-        except ImportError as e:
-            logging.getLogger(__name__).debug("%s unavailable: %s", module, e)
-            continue
-        getattr(mod, fn)(sub)
 
 
 def main(argv: list[str] | None = None) -> int:

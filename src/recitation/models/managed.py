@@ -219,6 +219,7 @@ class ManagedModel(Model):
                     self.cache.put(keys[i], kind, res.to_dict())
 
         await _gather_all([run_chunk(c) for c in chunks])
+        assert all(o is not None for o in out), "every call is answered or raises"
         return [o for o in out if o is not None]
 
     def _lookup_store(self, key: str, nth: int = 0) -> dict[str, Any] | None:

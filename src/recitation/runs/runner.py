@@ -118,9 +118,7 @@ async def execute(run_dir: Path, *, progress: Progress | None = None,
         context = _Context(run_dir, cfg, store, cache, model)
         job.bind(context)
         try:
-            outcome = await _execute(run_dir, store, cfg, job, model, progress)
-            outcome.stats = context.stats()
-            return outcome
+            return await _execute(run_dir, store, cfg, job, context, progress)
         finally:
             await context.aclose()
             if cache is not None:
@@ -134,24 +132,24 @@ class _Context:
                  cache: ResponseCache | None, target: ManagedModel) -> None:
         self.run_dir = run_dir
         self.seed = cfg.seed
-        self._cfg, self._store, self._cache, self._target = cfg, store, cache, target
+        self._cfg, self._store, self._cache, self.target = cfg, store, cache, target
         self._models: dict[str, ManagedModel] = {}
 
     def model_for(self, config: ModelConfig) -> ManagedModel:
         key = config.model_dump_json()
         if key == self._cfg.model.model_dump_json():
-            return self._target
+            return self.target
         if key not in self._models:
             m = build_managed(self._cfg.model_copy(update={"model": config}),
                               store=self._store, cache=self._cache)
-            m.budget = self._target.budget  # one budget for the whole run
+            m.budget = self.target.budget  # one budget for the whole run
             self._models[key] = m
         return self._models[key]
 
     def stats(self) -> CallStats:
         """Call statistics summed over the target and every extra model."""
         total = CallStats()
-        for m in [self._target, *self._models.values()]:
+        for m in [self.target, *self._models.values()]:
             s = m.stats
             total.backend_calls += s.backend_calls
             total.served_from_store += s.served_from_store
@@ -163,7 +161,7 @@ class _Context:
         return total
 
     async def aclose(self) -> None:
-        for m in [self._target, *self._models.values()]:
+        for m in [self.target, *self._models.values()]:
             await m.aclose()
 
 
@@ -172,7 +170,8 @@ def _chunk_size(cfg: RunConfig) -> int:
 
 
 async def _execute(run_dir: Path, store: RunStore, cfg: RunConfig, job: Job,
-                   model: ManagedModel, progress: Progress | None) -> RunOutcome:
+                   context: _Context, progress: Progress | None) -> RunOutcome:
+    model = context.target
     items = job.items()
     ids = [it.id for it in items]
     if len(set(ids)) != len(ids):
@@ -208,7 +207,7 @@ async def _execute(run_dir: Path, store: RunStore, cfg: RunConfig, job: Job,
     store.set_meta("model_seconds_last", t_model)
     store.set_meta("finished", time.time())
     return RunOutcome(run_dir, status, len(items), len(store.done_items()), failed,
-                      model.stats, t_model, message)
+                      context.stats(), t_model, message)
 
 
 async def _run_chunk(store: RunStore, job: Job, model: ManagedModel,
