@@ -3,6 +3,8 @@ control flow (scripted model)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from recitation.detect.pearl import (
@@ -11,9 +13,11 @@ from recitation.detect.pearl import (
     expected_positive_drop,
     generalization_failure_density,
     make_task,
+    n_input,
     output_seed,
     plan_sample,
     sensitivity,
+    short_reference,
     split_words,
 )
 from recitation.detect.perturb import get_perturbation
@@ -23,13 +27,45 @@ ROW_262 = [0.65, 0.18, 0.18, 0.09, 0.10, 0.09]  # Bible #262, published sensitiv
 ROW_17 = [0.42, 0.23, 0.51, 0.18, 0.21, 0.25]  # LBPP #17, published 0.32 (rounded inputs)
 
 
-def test_sensitivity_is_the_largest_consecutive_drop() -> None:
+def test_sensitivity_is_the_largest_absolute_consecutive_change_by_default() -> None:
     assert sensitivity(ROW_262) == pytest.approx(0.47)
-    # drops 0.19, -0.28, 0.33, -0.03, -0.04 -> 0.33 (the paper prints 0.32 from unrounded means)
+    # changes 0.19, -0.28, 0.33, -0.03, -0.04 -> 0.33 (the paper prints 0.32 from unrounded means)
     assert sensitivity(ROW_17) == pytest.approx(0.33)
-    assert sensitivity([0.2, 0.5, 0.9]) == pytest.approx(-0.3)  # performance only rising
+    assert sensitivity([0.2, 0.5, 0.9]) == pytest.approx(0.4)  # a rise counts (eval.py: abs)
+    assert sensitivity([0.2, 0.5, 0.9], "signed") == pytest.approx(-0.3)  # largest drop
     with pytest.raises(ValueError):
         sensitivity([0.5])
+    with pytest.raises(ValueError):
+        sensitivity([0.5, 0.4], "relative")  # type: ignore[arg-type]
+
+
+TABLE4 = Path(__file__).parent / "data" / "pearl_table4.tsv"
+# the published per-intensity means and the sensitivity are each rounded to 2 decimals
+# (computed from unrounded means): a difference of two rounded means is off by <= 0.01 and
+# the printed sensitivity by <= 0.005 more
+ROUNDING = 0.015
+
+
+def _table4() -> list[tuple[str, list[float], float]]:
+    rows = []
+    for line in TABLE4.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#") or "\t" not in line:
+            continue
+        f = line.split("\t")
+        rows.append((f[0], [float(x) for x in f[2:8]], float(f[8])))
+    return rows
+
+
+def test_published_table_reproduced_by_absolute_sensitivity_27_of_27() -> None:
+    rows = _table4()
+    assert len(rows) == 27
+    absolute = [rid for rid, perf, pub in rows if abs(sensitivity(perf) - pub) <= ROUNDING]
+    signed = [rid for rid, perf, pub in rows
+              if abs(sensitivity(perf, "signed") - pub) <= ROUNDING]
+    assert len(absolute) == 27
+    # the signed drop misses #58 (a rise of 0.30 from k=0 to 1) and #113 (rise of 0.52)
+    assert len(signed) == 25
+    assert sorted({r for r, _, _ in rows} - set(signed)) == ["#113", "#58"]
 
 
 def test_gfd_counts_neighbours_that_fall_more_than_tau() -> None:
@@ -57,6 +93,24 @@ def test_split_80_20_keeps_original_spacing() -> None:
         split_words("single")
 
 
+@pytest.mark.parametrize("n,n_in", [(10, 8), (12, 10), (13, 10), (14, 11), (17, 14),
+                                    (2, 1), (3, 2), (262, 210), (263, 210)])
+def test_split_is_n_minus_round_fifth(n: int, n_in: int) -> None:
+    # the authors' Truncation.from_end(20): lim = n - round(n * 20 / 100); the old
+    # ceil(0.8 n) gave 11 of 13 and 15 of 17 words
+    assert n_input(n) == n_in == n - round(n * 20 / 100) or n < 4
+    inp, ref = split_words(" ".join(f"w{i}" for i in range(n)))
+    assert len(inp.split()) == n_in and len(ref.split()) == n - n_in
+
+
+def test_short_reference_flags_references_under_40_words() -> None:
+    sixty = " ".join(["word"] * 60)  # reference 12 words
+    assert short_reference(make_task("completion", sixty))
+    long = " ".join(["word"] * 250)  # reference 50 words
+    assert not short_reference(make_task("completion", long))
+    assert not short_reference(make_task("summarization", sixty))
+
+
 def test_code_task_uses_explicit_prompt_and_solution() -> None:
     t = make_task("code", "def f():\n    return 1\n", prompt="def f():\n",
                   reference="    return 1\n")
@@ -69,7 +123,8 @@ def _plan(settings: PearlSettings, task: str = "completion") -> tuple[RequestPoo
     pool = RequestPool()
     ti = make_task(task, "In the beginning God created the heaven and the earth. And the "  # type: ignore[arg-type]
                    "earth was without form, and void; and darkness was upon the deep.")
-    perts = {n: get_perturbation(n) for n in settings.perturbations}
+    perts = {n: get_perturbation(n, bitflip_scale="utf8-percent")
+             for n in settings.perturbations}
     return pool, plan_sample(pool, "s1", ti, perts, settings, seed=0)
 
 
@@ -83,7 +138,7 @@ def test_plan_counts_and_shares_the_unperturbed_input() -> None:
     assert len(pool.requests) == len(inputs) * 4
     seeds = {r.seed for r in pool.requests}
     assert seeds == {output_seed(0, j) for j in range(4)}
-    assert all(r.temperature == 0.7 for r in pool.requests)
+    assert all(r.temperature == 0.3 for r in pool.requests)  # the papers' default
 
 
 def test_greedy_plan_makes_one_call_per_input() -> None:

@@ -6,11 +6,13 @@ import pytest
 
 from recitation.detect.perturb import (
     TEXT_PERTURBATIONS,
+    PublishedBitFlip,
     TokenBitFlip,
     bit_flip,
     case_flip,
     char_swap,
     flip_bits,
+    flip_id_bits,
     flip_token_bits,
     get_perturbation,
     n_changes,
@@ -88,6 +90,116 @@ def test_get_perturbation_needs_tokenizer_for_token_flips() -> None:
         get_perturbation("bitflip_tokens")
     with pytest.raises(ConfigError, match="unknown perturbation"):
         get_perturbation("bitflop")
+
+
+# pearl-v2 table 8's 18-word sentence and its o200k_base ids (21 tokens, 212 bits)
+QUOTE = ("In the end, we will remember not the words of our enemies, but the silence of our "
+         "friends.")
+QUOTE_O200K = [637, 290, 1268, 11, 581, 738, 8203, 625, 290, 6391, 328, 1039, 33974, 11, 889,
+               290, 37184, 328, 1039, 5664, 13]
+O200K_VOCAB = 199_998
+
+
+def test_published_flips_stay_in_each_ids_width_and_vocabulary() -> None:
+    assert flip_id_bits(QUOTE_O200K, 0, 1, O200K_VOCAB) == QUOTE_O200K
+    ids = [0, 1, 5, 131_071, 199_000, 199_997] * 20  # near the top: some flips leave the vocab
+    for seed in range(30):
+        out = flip_id_bits(ids, 40, seed, O200K_VOCAB)
+        assert all(0 <= t < O200K_VOCAB for t in out)
+        # a flip stays inside the id's own binary width (format(id, "b"), "0" for id 0)
+        assert all((a ^ b).bit_length() <= max(1, a.bit_length()) for a, b in zip(ids, out))
+
+
+def test_published_flips_are_nested_and_deterministic() -> None:
+    ids = [0, 3, 290, 8203, 131_072, 199_997, 150_000] * 10
+    for seed in range(20):
+        prev = [0] * len(ids)
+        for k in range(0, 60, 5):
+            out = flip_id_bits(ids, k, seed, O200K_VOCAB)
+            assert out == flip_id_bits(ids, k, seed, O200K_VOCAB)
+            masks = [a ^ b for a, b in zip(ids, out)]
+            assert all(m & p == p for m, p in zip(masks, prev))  # flips at k-1 kept at k
+            prev = masks
+
+
+def _changed_tokens(seed: int, k: int) -> int:
+    out = flip_id_bits(QUOTE_O200K, k, seed, O200K_VOCAB)
+    return sum(a != b for a, b in zip(QUOTE_O200K, out))
+
+
+def test_published_scale_changes_few_tokens_of_an_18_word_sentence() -> None:
+    n = 4000
+    bits = sum(max(1, t.bit_length()) for t in QUOTE_O200K)
+    assert bits == 212
+    expected = sum(1 - (1 - 1 / 1000) ** max(1, t.bit_length()) for t in QUOTE_O200K)
+    mean1 = sum(_changed_tokens(s, 1) for s in range(n)) / n
+    # 0.21 tokens on average at k = 1 (the released code's p = 1/1000 per bit): about 1 in
+    # 5 seeds changes a token; table 8 shows 1 changed token at k = 1 and 2-3 at k = 2..4
+    assert abs(mean1 - expected) < 4 * (expected / n) ** 0.5
+    assert 0.1 < mean1 < 3
+    mean4 = sum(_changed_tokens(s, 4) for s in range(n // 4)) / (n // 4)
+    assert 0.5 < mean4 < 3  # table 8: 2-3 tokens at k = 4
+    # the utf8-percent variant damages ~40x more at k = 1 (7 bits of 720)
+    words = QUOTE.split()
+    hit = sum(a != b for a, b in zip(words, bit_flip(QUOTE, 1, 0).split()))
+    assert hit >= 3
+
+
+class _O200kLike:
+    """QUOTE's ids, as the o200k encoding gives them (no o200k needed for this test)."""
+
+    vocab_size = O200K_VOCAB
+
+    def encode(self, text: str) -> list[int]:
+        return list(QUOTE_O200K) if text == QUOTE else [ord(c) for c in text]
+
+    def decode(self, ids: list[int]) -> str:
+        return " ".join(str(i) for i in ids)
+
+
+def test_published_bit_flip_returns_the_input_when_no_bit_flips() -> None:
+    fn = PublishedBitFlip(_O200kLike())
+    outs = [fn(QUOTE, 1, s) for s in range(200)]
+    assert sum(o == QUOTE for o in outs) > 100  # most seeds flip nothing at k = 1
+    assert all(o == fn(QUOTE, 1, s) for s, o in enumerate(outs))
+    assert fn(QUOTE, 0, 5) == QUOTE
+
+
+def test_o200k_encoding_when_installed() -> None:
+    from recitation.detect.o200k import load_o200k
+
+    enc = load_o200k()
+    if enc is None:
+        pytest.skip("no offline o200k encoding installed (pip install rs-bpe)")
+    assert enc.encode(QUOTE) == QUOTE_O200K
+    assert enc.decode(enc.encode(TEXT)) == TEXT
+    fn = PublishedBitFlip(enc)
+    outs = [fn(QUOTE, k, 3) for k in range(6)]
+    assert outs[0] == QUOTE and all(isinstance(o, str) for o in outs)
+    changed = [sum(a != b for a, b in zip(QUOTE_O200K, enc.encode(o))) for o in outs[1:]]
+    assert max(changed) <= 8
+
+
+def test_rs_bpe_matches_tiktoken_with_the_official_file() -> None:
+    from recitation.detect import o200k
+
+    if o200k.local_o200k_file() is None or o200k._from_rs_bpe() is None:
+        pytest.skip("needs both rs-bpe and a local o200k_base.tiktoken for tiktoken")
+    tk, rs = o200k._from_tiktoken(), o200k._from_rs_bpe()
+    assert tk is not None and rs is not None
+    for text in (TEXT, QUOTE, "naïve café — 123456\n\n  def f(x):\n    return x**2  # ok"):
+        assert tk.encode(text) == rs.encode(text)
+    ids = [8203 ^ 1, 636, 5, 199_997]
+    assert tk.decode(ids) == rs.decode(ids)
+
+
+def test_get_perturbation_bitflip_scales() -> None:
+    with pytest.raises(ConfigError, match="tokenizer"):
+        get_perturbation("bitflip")  # published scale: token ids needed
+    assert get_perturbation("bitflip", bitflip_scale="utf8-percent") is bit_flip
+    assert isinstance(get_perturbation("bitflip", _O200kLike()), PublishedBitFlip)
+    with pytest.raises(ConfigError, match="scale"):
+        get_perturbation("bitflip", bitflip_scale="percent")  # type: ignore[arg-type]
 
 
 SYN = {"city": ["town", "metropolis"], "night": ["nighttime", "dark"],

@@ -38,7 +38,25 @@ def add_detect_parser(sub: Any) -> None:
     p.add_argument("--mode", default="completion", choices=["completion", "chat"])
     p.add_argument("--outputs", type=int, default=10, help="outputs per intensity (i)")
     p.add_argument("--max-intensity", type=int, default=5)
-    p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--temperature", type=float, default=0.3,
+                   help="sampling temperature (default 0.3, the papers' setting)")
+    p.add_argument("--greedy", action="store_true",
+                   help="greedy decoding (temperature 0: one output per input)")
+    p.add_argument("--bitflip-scale", default="published",
+                   choices=["published", "utf8-percent"],
+                   help="published: each bit of the token ids flips with probability k/1000 "
+                   "(the authors' code); utf8-percent: k%% of the UTF-8 bits (our variant)")
+    p.add_argument("--bitflip-tokenizer", default="auto", choices=["auto", "o200k", "target"],
+                   help="token ids of the published bit flip: o200k (GPT-4o, as the "
+                   "authors) when installed, else the target's (auto)")
+    p.add_argument("--sensitivity", default="absolute", choices=["absolute", "signed"],
+                   help="absolute: largest |perf[k] - perf[k+1]| (as published); signed: "
+                   "largest drop")
+    p.add_argument("--ncd", default="zlib", choices=["zlib", "zlib9"],
+                   help="zlib: textdistance's zlib_ncd, as the authors; zlib9: our earlier "
+                   "NCD (level 9, header kept, one order)")
+    p.add_argument("--passage-words", type=int, default=250,
+                   help="words per passage of book/.txt sources (default 250)")
     p.add_argument("--max-new-tokens", type=int, default=None,
                    help="per generation (default: from the reference's length)")
     p.add_argument("--gfd-tau", type=float, default=0.2)
@@ -69,7 +87,9 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
         "limit": args.limit, "detectors": args.detectors,
         "perturbations": args.perturbations, "task": args.task, "mode": args.mode,
         "outputs": args.outputs, "max_intensity": args.max_intensity,
-        "temperature": args.temperature, "gfd_tau": args.gfd_tau,
+        "temperature": 0.0 if args.greedy else args.temperature, "gfd_tau": args.gfd_tau,
+        "bitflip_scale": args.bitflip_scale, "bitflip_tokenizer": args.bitflip_tokenizer,
+        "sensitivity": args.sensitivity, "ncd": args.ncd, "passage_words": args.passage_words,
         "max_new_tokens": args.max_new_tokens,
         "target_fpr": args.target_fpr, "labelled": not args.unlabelled,
         "n_bootstrap": args.bootstrap, "reference_prefix": args.reference_prefix,
@@ -90,6 +110,32 @@ def build_config(args: argparse.Namespace) -> Any:
         "job": "detect", "name": "detect", "seed": args.seed, "model": model,
         "budget": {"max_tokens": args.budget_tokens, "max_dollars": args.budget_dollars},
         "cache": not args.no_cache, "params": _params(args)}, source="detect")
+
+
+def _warn_short_references(job: Any) -> None:
+    """On stderr: samples whose PEARL reference is under 40 words, and the bit flip's ids."""
+    import sys
+
+    from recitation.detect.pearl import MIN_REFERENCE_WORDS, short_reference
+
+    if "pearl" not in job.params.detectors:
+        return
+    if "bitflip" in job.params.perturbations:
+        src = job.bitflip_tokenizer(None)[1]
+        print(f"PEARL bit flip: {job.params.bitflip_scale} scale, token ids from "
+              f"{src if 'o200k' in src else 'the target model tokenizer'}", file=sys.stderr)
+    short = []
+    for s in job.samples():
+        try:
+            if short_reference(job.task_input(s)):
+                short.append(s.id)
+        except ValueError:
+            continue
+    if short:
+        print(f"warning: {len(short)} PEARL samples have a reference (last 20%) under "
+              f"{MIN_REFERENCE_WORDS} words, near NCD's noise floor (the authors' samples: "
+              f"~260 words): {', '.join(short[:5])}{' ...' if len(short) > 5 else ''}",
+              file=sys.stderr)
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
@@ -113,6 +159,7 @@ def cmd_detect(args: argparse.Namespace) -> int:
         f"{est['score_calls']} scorings, {est['reference_score_calls']} reference scorings); "
         f"about {est['input_tokens']} input and at most {est['output_tokens']} output tokens; "
         f"estimated cost {cost}")
+    _warn_short_references(job)
     if args.estimate_only:
         return 0
     run_dir = create_run(cfg, args.runs_dir)

@@ -18,18 +18,28 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from recitation.detect.pearl import (
+    MIN_REFERENCE_WORDS,
     PearlSettings,
     RequestPool,
     SamplePlan,
+    SensitivityMode,
     TaskInput,
     make_task,
     plan_sample,
     score_plan,
+    short_reference,
 )
-from recitation.detect.perturb import ALL_PERTURBATIONS, Perturb, get_perturbation
+from recitation.detect.perturb import (
+    ALL_PERTURBATIONS,
+    BitflipScale,
+    Perturb,
+    Tokenizer,
+    get_perturbation,
+)
 from recitation.detect.samples import Sample, load_samples
 from recitation.detect.whitebox import DetectorScore, whitebox_scores
 from recitation.errors import ConfigError
+from recitation.metrics.ncd import Compressor
 from recitation.models.base import Model, TokenScores
 from recitation.runs.config import ModelConfig
 from recitation.runs.jobs import Job, Table, WorkItem
@@ -38,6 +48,7 @@ log = logging.getLogger(__name__)
 
 DetectorFamily = Literal["pearl", "whitebox"]
 DETECTORS: tuple[DetectorFamily, ...] = ("pearl", "whitebox")
+BitflipTokenizer = Literal["auto", "o200k", "target"]
 
 
 class DetectParams(BaseModel):
@@ -45,17 +56,21 @@ class DetectParams(BaseModel):
     members: list[str] = Field(default_factory=lambda: ["kjv:famous"])
     controls: list[str] = Field(default_factory=lambda: ["builtin:kjv-devotional"])
     limit: int | None = Field(None, ge=1)  # samples per source
-    passage_words: int = Field(60, ge=8)
+    passage_words: int = Field(250, ge=8)  # book sources; PEARL samples >= 250 words
     detectors: list[DetectorFamily] = Field(default_factory=lambda: list(DETECTORS))
     task: Literal["auto", "completion", "summarization"] = "auto"
     mode: Literal["completion", "chat"] = "completion"
     perturbations: list[str] = Field(default_factory=lambda: ["bitflip", "synonym"])
     max_intensity: int = Field(5, ge=1, le=100)
     outputs: int = Field(10, ge=1)
-    temperature: float = Field(0.7, ge=0)
+    temperature: float = Field(0.3, ge=0)  # the papers' setting; 0 = greedy
     top_p: float = Field(1.0, gt=0, le=1)
     max_new_tokens: int | None = Field(None, ge=1)
     gfd_tau: float = Field(0.2, ge=0)
+    bitflip_scale: BitflipScale = "published"  # "utf8-percent": k% of the UTF-8 bits
+    bitflip_tokenizer: BitflipTokenizer = "auto"  # auto: o200k if installed, else target's
+    sensitivity: SensitivityMode = "absolute"  # "signed": largest drop only
+    ncd: Compressor = "zlib"  # as textdistance.zlib_ncd; "zlib9": our earlier NCD
     reference_model: ModelConfig | None = None
     reference_prefix: str = ""  # e.g. "<bos>" for reference models that need a BOS token
     target_fpr: float = Field(0.05, gt=0, lt=1)
@@ -74,7 +89,7 @@ class DetectParams(BaseModel):
     def pearl_settings(self) -> PearlSettings:
         return PearlSettings(tuple(self.perturbations), self.max_intensity, self.outputs,
                              self.temperature, self.top_p, self.max_new_tokens, self.gfd_tau,
-                             self.mode)
+                             self.mode, self.sensitivity, self.ncd)
 
 
 class _HFTokenizer:
@@ -123,15 +138,43 @@ class DetectJob(Job):
         task = s.task if self.params.task == "auto" else self.params.task
         return make_task(task, s.text, prompt=s.prompt, reference=s.reference)
 
+    def bitflip_tokenizer(self, model: Model | None) -> tuple[Tokenizer | None, str]:
+        """The tokenizer of the published bit flip and a description of it: o200k (the
+        authors' GPT-4o ids) when installed, else the target's own (``auto``)."""
+        from recitation.detect.o200k import load_o200k
+
+        if self.params.bitflip_scale != "published":
+            return None, "none (utf8-percent: UTF-8 bits)"
+        want = self.params.bitflip_tokenizer
+        if want in ("auto", "o200k") and (enc := load_o200k()) is not None:
+            return enc, enc.source
+        if want == "o200k":
+            raise ConfigError("bitflip_tokenizer 'o200k' needs an offline o200k encoding: "
+                              "pip install rs-bpe (or recitation[detect])")
+        tok = model_tokenizer(model) if model is not None else None
+        if tok is None and model is not None:
+            raise ConfigError(f"the published bit flip needs token ids: backend "
+                              f"'{model.backend}' exposes no tokenizer and no o200k encoding "
+                              "is installed (pip install rs-bpe), or use bitflip_scale "
+                              "'utf8-percent'")
+        return tok, "target model's tokenizer" if tok is not None else "unknown (no model)"
+
     def perturbations(self, model: Model | None) -> dict[str, Perturb]:
-        """The perturbation functions; without a model (call estimates) the token-level bit
-        flip is stood in for by the byte-level one (same number of calls)."""
-        names = self.params.perturbations
-        if model is None:
-            return {n: get_perturbation("bitflip" if n == "bitflip_tokens" else n)
-                    for n in names}
-        tok = model_tokenizer(model) if "bitflip_tokens" in names else None
-        return {n: get_perturbation(n, tok) for n in names}
+        """The perturbation functions; without a model (call estimates) a token-level bit
+        flip that needs the target's tokenizer is stood in for by the byte-level one (at most
+        as many calls)."""
+        names, scale = self.params.perturbations, self.params.bitflip_scale
+        btok = self.bitflip_tokenizer(model)[0] if "bitflip" in names else None
+        tok = model_tokenizer(model) if model is not None and "bitflip_tokens" in names else None
+        out: dict[str, Perturb] = {}
+        for n in names:
+            if n.startswith("bitflip") and model is None and (btok if n == "bitflip" else tok
+                                                              ) is None:
+                out[n] = get_perturbation("bitflip", bitflip_scale="utf8-percent")
+            else:
+                out[n] = get_perturbation(n, btok if n == "bitflip" else tok,
+                                          bitflip_scale=scale)
+        return out
 
     def plan(self, samples: list[Sample], model: Model | None
              ) -> tuple[RequestPool, dict[str, SamplePlan], dict[str, str]]:
@@ -191,13 +234,32 @@ class DetectJob(Job):
         gens = await model.generate(pool.requests)
         texts = [g.text for g in gens]
         settings = self.params.pearl_settings()
+        notes = self.pearl_notes(model)
+        short = [sid for sid, plan in plans.items() if short_reference(plan.task)]
+        if short:
+            log.warning("PEARL: %d of %d samples have a reference under %d words (NCD is "
+                        "noisy there; the authors' references are 50-60 words): %s",
+                        len(short), len(plans), MIN_REFERENCE_WORDS, ", ".join(short[:5]))
         for sid, plan in plans.items():
             res = score_plan(plan, texts, settings)
+            res.update(notes, reference_words=len((res["reference"] or "").split()))
+            if sid in short:
+                res["warnings"] = [f"reference of {res['reference_words']} words "
+                                   f"(< {MIN_REFERENCE_WORDS})"]
             records[sid]["pearl"] = res
             for pert in settings.perturbations:
                 for stat in ("sensitivity", "gfd", "s_m"):
                     records[sid]["scores"].append(DetectorScore(
                         sid, f"pearl_{pert}_{stat}", float(res[pert][stat]), True).to_dict())
+
+    def pearl_notes(self, model: Model | None) -> dict[str, Any]:
+        """The PEARL definitions in force, stored with every sample's result."""
+        p = self.params
+        return {"bitflip_scale": p.bitflip_scale,
+                "bitflip_tokenizer": self.bitflip_tokenizer(model)[1]
+                if "bitflip" in p.perturbations else None,
+                "sensitivity_mode": p.sensitivity, "ncd": p.ncd,
+                "temperature": p.temperature}
 
     def _reference_model(self, cfg: ModelConfig, target: Model) -> Model:
         """From the run context when the runner bound one (shares store, cache, budget)."""

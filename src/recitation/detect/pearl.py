@@ -5,8 +5,10 @@ the perturbed input x_k ``outputs`` times (i in the papers, default 10) and meas
 output's *performance* against a reference. With ``perf[k]`` the mean performance at
 intensity k (v1 eq. 2, stored for every k):
 
-* **sensitivity** (v1 eq. 3): the largest drop between consecutive intensities,
-  ``max_{j=0..K-1} (perf[j] - perf[j+1])``.
+* **sensitivity** (v1 eq. 3): the largest change between consecutive intensities. As the
+  authors compute it (``eval.py``: ``max |perf[j] - perf[j+1]|``) by default, ``absolute``;
+  this reproduces all 27 rows of pearl-v1 table 4 (= pearl-v2 table 6). ``signed``, the
+  largest *drop* ``max (perf[j] - perf[j+1])``, is our variant (25 of 27 rows).
 * **GFD** (v2 eq. 3, Generalization Failure Density): the share of perturbed neighbours
   (k = 1..K) whose performance falls more than ``tau`` below the unperturbed one,
   ``mean_k 1[perf[0] - perf[k] > tau]``.
@@ -16,11 +18,15 @@ Higher values of all three mean "more likely memorized".
 
 Performance is a *similarity* (higher = better), as in the papers' tables where the
 unperturbed column is the largest: ``1 - NCD(output, reference)`` for completion tasks
-(the output is cut to the reference's word count first) and ROUGE-L F1 for summarization.
+(NCD as the authors' ``textdistance.zlib_ncd``, see :mod:`recitation.metrics.ncd`; the
+output is cut to the reference's word count first) and ROUGE-L F1 for summarization.
 
 Tasks (``Task``):
 
-* ``completion`` — input = the first 80% of the sample's words, reference = the rest.
+* ``completion`` — input = the first ``n - round(0.2 n)`` of the sample's n words (the
+  authors' ``Truncation.from_end``), reference = the rest. A reference under
+  ``MIN_REFERENCE_WORDS`` (40) words is near NCD's noise floor: :func:`short_reference`
+  flags it (the authors' samples have 50-60-word references).
 * ``code`` — input = the code prompt (HumanEval ``prompt``), reference = the canonical
   solution; without an explicit split, the first 80% of the lines. Generation stops at
   HumanEval's stop sequences (``CODE_STOP``).
@@ -42,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from recitation.detect.perturb import Perturb
+from recitation.metrics.ncd import Compressor
 from recitation.models.base import GenerationRequest
 
 TaskName = Literal["completion", "code", "summarization"]
@@ -50,14 +57,21 @@ CONTINUE_PROMPT = "Continue this text exactly, word for word:\n\n{text}"
 # HumanEval's (Chen et al., 2021) stop sequences: the function body ends at the next
 # top-level statement
 CODE_STOP = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
+SensitivityMode = Literal["absolute", "signed"]
+SENSITIVITY_MODES: tuple[SensitivityMode, ...] = ("absolute", "signed")
+MIN_REFERENCE_WORDS = 40
 
 
 # -- the formulas ----------------------------------------------------------------------
-def sensitivity(perf: Sequence[float]) -> float:
-    """PEARL v1 eq. 3: the largest performance drop between consecutive intensities."""
+def sensitivity(perf: Sequence[float], mode: SensitivityMode = "absolute") -> float:
+    """PEARL v1 eq. 3: the largest change between consecutive intensities — absolute as the
+    authors' ``sensitivity_eval`` (default), or the largest signed drop (``signed``)."""
     if len(perf) < 2:
         raise ValueError("sensitivity needs the performance at two or more intensities")
-    return max(perf[j] - perf[j + 1] for j in range(len(perf) - 1))
+    if mode not in SENSITIVITY_MODES:
+        raise ValueError(f"unknown sensitivity mode {mode!r}; use one of {SENSITIVITY_MODES}")
+    diffs = [perf[j] - perf[j + 1] for j in range(len(perf) - 1)]
+    return max(abs(d) for d in diffs) if mode == "absolute" else max(diffs)
 
 
 def generalization_failure_density(perf: Sequence[float], tau: float) -> float:
@@ -85,12 +99,24 @@ class TaskInput:
     reference: str | None
 
 
+def n_input(n: int, fraction: float = 0.8) -> int:
+    """How many of ``n`` units form the input: ``n - round(n * (1 - fraction))`` as the
+    authors' ``from_end`` (split 20: ``n - round(n * 20 / 100)``), kept within 1..n-1."""
+    ref_percent = round((1 - fraction) * 100)
+    return min(n - 1, max(1, n - round(n * ref_percent / 100)))
+
+
+def short_reference(ti: TaskInput, min_words: int = MIN_REFERENCE_WORDS) -> bool:
+    """A completion reference shorter than ``min_words`` words (NCD is noisy there)."""
+    return ti.task == "completion" and len((ti.reference or "").split()) < min_words
+
+
 def split_words(text: str, fraction: float = 0.8) -> tuple[str, str]:
-    """First ``fraction`` of the whitespace words (original spacing kept) and the rest."""
+    """First ``n - round(0.2 n)`` whitespace words (original spacing kept) and the rest."""
     words = text.split()
     if len(words) < 2:
         raise ValueError(f"text too short to split into input and reference: {text!r}")
-    n = min(len(words) - 1, max(1, math.ceil(len(words) * fraction)))
+    n = n_input(len(words), fraction)
     pos = 0
     for w in words[:n]:
         pos = text.index(w, pos) + len(w)
@@ -102,7 +128,7 @@ def split_lines(code: str, fraction: float = 0.8) -> tuple[str, str]:
     lines = code.splitlines(keepends=True)
     if len(lines) < 2:
         return split_words(code, fraction)
-    n = min(len(lines) - 1, max(1, math.ceil(len(lines) * fraction)))
+    n = n_input(len(lines), fraction)
     return "".join(lines[:n]), "".join(lines[n:])
 
 
@@ -122,11 +148,13 @@ class PearlSettings:
     perturbations: tuple[str, ...] = ("bitflip", "synonym")
     max_intensity: int = 5
     outputs: int = 10
-    temperature: float = 0.7
+    temperature: float = 0.3  # the papers' API setting (gen.py); 0 = greedy, one output
     top_p: float = 1.0
     max_new_tokens: int | None = None  # None: from the reference's length
     gfd_tau: float = 0.2
     mode: Literal["completion", "chat"] = "completion"
+    sensitivity: SensitivityMode = "absolute"
+    ncd: Compressor = "zlib"  # "zlib9": our earlier NCD (level 9, header kept, one order)
 
     @property
     def n_outputs(self) -> int:
@@ -213,7 +241,8 @@ def cut_to_words(text: str, n_words: int) -> str:
     return " ".join(text.split()[:n_words])
 
 
-def performance(ti: TaskInput, output: str, reference: str) -> float:
+def performance(ti: TaskInput, output: str, reference: str,
+                compressor: Compressor = "zlib") -> float:
     """1 - NCD for completion tasks, ROUGE-L F1 for summarization (higher = better)."""
     if ti.task == "summarization":
         from recitation.metrics.rouge import rouge_l
@@ -222,7 +251,7 @@ def performance(ti: TaskInput, output: str, reference: str) -> float:
     from recitation.metrics.ncd import ncd
 
     cand = output if ti.task == "code" else cut_to_words(output, len(reference.split()))
-    return 1.0 - float(ncd(cand, reference))
+    return 1.0 - float(ncd(cand, reference, compressor))
 
 
 def score_plan(plan: SamplePlan, texts: Sequence[str], settings: PearlSettings) -> dict[str, Any]:
@@ -233,13 +262,13 @@ def score_plan(plan: SamplePlan, texts: Sequence[str], settings: PearlSettings) 
     for name, per_k in plan.calls.items():
         perf, spread = [], []
         for idxs in per_k:
-            vals = [performance(ti, texts[i], reference or "") for i in idxs]
+            vals = [performance(ti, texts[i], reference or "", settings.ncd) for i in idxs]
             mean = sum(vals) / len(vals)
             perf.append(mean)
             spread.append(math.sqrt(sum((v - mean) ** 2 for v in vals) / len(vals)))
         out[name] = {
             "perf_mean": perf, "perf_std": spread,
-            "sensitivity": sensitivity(perf),
+            "sensitivity": sensitivity(perf, settings.sensitivity),
             "gfd": generalization_failure_density(perf, settings.gfd_tau),
             "s_m": expected_positive_drop(perf),
             "perturbed_inputs": plan.inputs[name][1:],

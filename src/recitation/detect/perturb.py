@@ -11,12 +11,21 @@ performance curve over k reflects growing damage rather than fresh noise at ever
 
 Intensity units
 ---------------
-* ``bitflip`` — k percent of the UTF-8 *bits* of the input are flipped (exactly
-  ``n_changes(8 * len(bytes), k)`` distinct bits), then decoded back with ``errors``
-  (default ``"replace"``: invalid sequences become U+FFFD) — PEARL v1 section 3.1.
-* ``bitflip_tokens`` — the token-level variant of PEARL's first code release: k percent of
-  the bits of the token ids (each id written with ``ceil(log2(vocab_size))`` bits) are
-  flipped; ids that land outside the vocabulary wrap modulo its size; decoded back.
+* ``bitflip`` (scale ``published``, the default) — as the PEARL authors' released code: the
+  input is tokenized (OpenAI ``o200k_base`` ids when an offline copy is installed, see
+  :mod:`recitation.detect.o200k`; else the target model's own tokenizer) and every bit of
+  every token id, written in its own binary width (``format(id, "b")``), is flipped with
+  probability ``k / 1000``; decoded back. A flip that would leave the vocabulary is skipped
+  (the authors redraw the token), which keeps the edits nested. On an 18-word sentence
+  (21 o200k tokens, 212 bits) k = 1 changes 0.21 tokens on average; on the authors'
+  ~200-word inputs about 2.
+* ``bitflip`` (scale ``utf8-percent``) — our earlier variant: k percent of the UTF-8 *bits*
+  of the input are flipped (exactly ``n_changes(8 * len(bytes), k)`` distinct bits), then
+  decoded back with ``errors`` (default ``"replace"``: invalid sequences become U+FFFD) —
+  the wording of PEARL v1 section 3.1; about 10x stronger per step than the released code.
+* ``bitflip_tokens`` — k percent of the bits of the target's token ids (each id written with
+  ``ceil(log2(vocab_size))`` bits) are flipped; ids that land outside the vocabulary wrap
+  modulo its size; decoded back.
 * ``synonym`` — k words replaced with a WordNet 3.0 synonym (PEARL v2, "replacing k words
   with synonyms from a predefined dictionary"); function words are never replaced.
 * ``whitespace`` / ``char_swap`` / ``case_flip`` — k percent of the character positions
@@ -24,7 +33,8 @@ Intensity units
   removed; two adjacent characters swapped; a letter's case flipped).
 
 ``n_changes(n, k)`` is ``max(1, round(n * k / 100))`` for k > 0 (capped at ``n``), so any
-k > 0 changes the input.
+k > 0 changes the input (all perturbations but the published bit flip, whose k = 1 often
+changes nothing on a short input, as in the released code).
 """
 
 from __future__ import annotations
@@ -34,11 +44,13 @@ import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from recitation.errors import ConfigError
 
 Perturb = Callable[[str, int, int], str]
+BitflipScale = Literal["published", "utf8-percent"]
+BITFLIP_SCALES: tuple[BitflipScale, ...] = ("published", "utf8-percent")
 
 STOPWORDS = frozenset(
     "a an the and or but nor for so yet of in on at by to from with into unto upon over under"
@@ -75,7 +87,7 @@ def flip_bits(data: bytes, k: int, seed: int) -> bytes:
 
 
 def bit_flip(text: str, k: int, seed: int, *, errors: str = "replace") -> str:
-    """PEARL's bit-flip perturbation on the text's UTF-8 bytes."""
+    """The ``utf8-percent`` bit flip: k percent of the text's UTF-8 bits (our variant)."""
     if k == 0:
         return text
     return flip_bits(text.encode("utf-8"), k, seed).decode("utf-8", errors=errors)
@@ -94,18 +106,45 @@ def flip_token_bits(ids: Sequence[int], k: int, seed: int, vocab_size: int) -> l
 
 
 class Tokenizer(Protocol):
-    """What the token-level bit flip needs from a tokenizer."""
+    """What the token-level bit flips need from a tokenizer."""
 
-    vocab_size: int
+    @property
+    def vocab_size(self) -> int: ...
 
     def encode(self, text: str) -> list[int]: ...
 
     def decode(self, ids: list[int]) -> str: ...
 
 
+def flip_id_bits(ids: Sequence[int], k: int, seed: int, vocab_size: int) -> list[int]:
+    """The released PEARL bit flip: each bit of each id (in the id's own binary width) flips
+    with probability ``k / 1000``.
+
+    Every bit gets one seeded uniform draw u; at intensity k the bits with u < k/1000 are
+    flipped in increasing u, skipping a flip that would give an id >= ``vocab_size`` — so the
+    flips at k are a subset of those at k + 1.
+    """
+    if k < 0:
+        raise ValueError(f"intensity must be >= 0, got {k}")
+    out = list(ids)
+    if k == 0:
+        return out
+    rng = random.Random(f"idbits:{seed}:{len(out)}")
+    chosen = []
+    for t, tok in enumerate(out):
+        for bit in range(max(1, int(tok).bit_length())):
+            u = rng.random()
+            if u < k / 1000:
+                chosen.append((u, t, bit))
+    for _, t, bit in sorted(chosen):
+        if (flipped := out[t] ^ (1 << bit)) < vocab_size:
+            out[t] = flipped
+    return out
+
+
 @dataclass(frozen=True)
 class TokenBitFlip:
-    """``bitflip_tokens``: bit flips on token ids, for backends whose tokenizer is known."""
+    """``bitflip_tokens``: k% of the bits of the target's token ids (our variant)."""
 
     tokenizer: Tokenizer
 
@@ -114,6 +153,20 @@ class TokenBitFlip:
             return text
         ids = self.tokenizer.encode(text)
         return self.tokenizer.decode(flip_token_bits(ids, k, seed, self.tokenizer.vocab_size))
+
+
+@dataclass(frozen=True)
+class PublishedBitFlip:
+    """``bitflip`` at the published scale: per-bit probability k/1000 on token ids."""
+
+    tokenizer: Tokenizer
+
+    def __call__(self, text: str, k: int, seed: int) -> str:
+        if k == 0:
+            return text
+        ids = self.tokenizer.encode(text)
+        new = flip_id_bits(ids, k, seed, self.tokenizer.vocab_size)
+        return text if new == ids else self.tokenizer.decode(new)
 
 
 def _match_case(word: str, like: str) -> str:
@@ -198,8 +251,19 @@ TEXT_PERTURBATIONS: dict[str, Perturb] = {
 ALL_PERTURBATIONS = (*TEXT_PERTURBATIONS, "bitflip_tokens")
 
 
-def get_perturbation(name: str, tokenizer: Tokenizer | None = None) -> Perturb:
-    """The perturbation called ``name``; ``bitflip_tokens`` needs the model's tokenizer."""
+def get_perturbation(name: str, tokenizer: Tokenizer | None = None, *,
+                     bitflip_scale: BitflipScale = "published") -> Perturb:
+    """The perturbation called ``name``. ``bitflip`` at the published scale needs a
+    tokenizer (o200k or the target's); ``bitflip_tokens`` needs the target's tokenizer."""
+    if name == "bitflip" and bitflip_scale == "published":
+        if tokenizer is None:
+            raise ConfigError("the published bit flip needs a tokenizer: install the o200k "
+                              "encoding (pip install rs-bpe) or use a local model, or choose "
+                              "bitflip_scale 'utf8-percent'")
+        return PublishedBitFlip(tokenizer)
+    if name == "bitflip" and bitflip_scale not in BITFLIP_SCALES:
+        raise ConfigError(f"unknown bitflip scale '{bitflip_scale}'; choose from "
+                          f"{list(BITFLIP_SCALES)}")
     if name == "bitflip_tokens":
         if tokenizer is None:
             raise ConfigError("perturbation 'bitflip_tokens' needs the model's tokenizer; "

