@@ -32,9 +32,9 @@ def test_auc_tpr_and_roc_match_sklearn(seed: int) -> None:
     got = labelled_metrics(members, controls, n_boot=200, seed=seed)
     assert got["auc"] == pytest.approx(sklearn_metrics.roc_auc_score(y, s), abs=1e-12)
     fpr, tpr, _ = sklearn_metrics.roc_curve(y, s, drop_intermediate=False)
-    for target in (0.01, 0.05):
+    for target in (0.01, 0.05):  # the ROC-curve value survives as the in-sample one
         want = tpr[fpr <= target + 1e-12].max()
-        assert got[f"tpr_at_{round(target * 100)}pct_fpr"] == pytest.approx(want)
+        assert got[f"tpr_at_{round(target * 100)}pct_fpr_in_sample"] == pytest.approx(want)
     assert got["roc"]["fpr"] == pytest.approx(fpr.tolist())
     assert got["roc"]["tpr"] == pytest.approx(tpr.tolist())
     lo, hi = got["auc_ci"]
@@ -42,26 +42,34 @@ def test_auc_tpr_and_roc_match_sklearn(seed: int) -> None:
 
 
 @pytest.mark.parametrize("target", [0.0, 0.01, 0.05, 0.1, 0.25])
-def test_threshold_at_target_fpr_is_checked_on_the_controls(target: float) -> None:
+def test_empirical_threshold_is_the_in_sample_one_and_states_its_real_bound(
+        target: float) -> None:
+    from recitation.metrics.stats import threshold_at_fpr
+
     _, controls = _data(3, n_neg=100)
-    cal = calibrate(controls, target)
+    cal = calibrate(controls, target, method="empirical")
     flagged = sum(c > cal.threshold for c in controls)
+    assert cal.threshold == threshold_at_fpr(controls, target)
     assert cal.achieved_fpr == flagged / 100 <= target + 1e-12
     # sklearn's ROC (negatives only as the reference): the FPR at this operating point
     y = [0] * len(controls) + [1]
     fpr, _, thr = sklearn_metrics.roc_curve(y, controls + [1e9], drop_intermediate=False)
     above = [f for f, t in zip(fpr, thr, strict=True) if t > cal.threshold]
     assert max(above) == pytest.approx(cal.achieved_fpr)
+    # what it states now: the out-of-sample bound, one more control's worth above target
+    assert cal.fpr_bound == pytest.approx((int(target * 100 + 1e-9) + 1) / 101)
 
 
 def test_fpr_curve_and_verdicts() -> None:
     controls = [0.1, 0.2, 0.2, 0.9]
-    assert fpr_curve(controls) == [(0.9, 0.0), (0.2, 0.25), (0.1, 0.75)]
-    cal = calibrate(controls, 0.25)
-    assert cal.threshold == 0.2 and cal.achieved_fpr == 0.25 and cal.resolution == 0.25
+    assert fpr_curve(controls) == [(0.9, 0.0, 0.2), (0.2, 0.25, 0.4), (0.1, 0.75, 0.8)]
+    cal = calibrate(controls, 0.4)  # (n + 1) * 0.4 = 2: the 3rd smallest control
+    assert cal.rank == 3 and cal.threshold == 0.2 and cal.fpr_bound == pytest.approx(0.4)
+    assert cal.achieved_fpr == 0.25 and cal.resolution == pytest.approx(0.2)
     vs = verdicts({"a": 0.5, "b": 0.2}, cal)
-    assert [v["member"] for v in vs] == [True, False]
-    assert all(v["fpr"] == 0.25 and v["target_fpr"] == 0.25 for v in vs)
+    assert [v["member"] for v in vs] == [True, False]  # a tie with the threshold: not flagged
+    assert all(v["fpr"] == pytest.approx(0.4) and v["target_fpr"] == 0.4 for v in vs)
+    assert all(v["fpr_ci"] == pytest.approx(list(cal.fpr_ci or ())) for v in vs)
     assert oriented(2.0, False) == -2.0
 
 

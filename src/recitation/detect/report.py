@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recitation.detect.calibrate import (
+    CalibrationMethod,
     calibrate,
     fpr_curve,
     labelled_metrics,
@@ -53,10 +54,8 @@ def _detector_report(name: str, d: dict[str, Any], texts: dict[str, str],
     if not controls:
         rep["error"] = "no control scores: cannot calibrate"
         return rep
-    cal = calibrate(list(controls.values()), params.target_fpr)
-    rep["calibration"] = {"threshold_oriented": cal.threshold, "target_fpr": cal.target_fpr,
-                          "achieved_fpr": cal.achieved_fpr, "n_controls": cal.n_controls,
-                          "fpr_resolution": cal.resolution}
+    cal = calibrate(list(controls.values()), params.target_fpr, calibration_method(params))
+    rep["calibration"] = cal.to_dict()
     rep["fpr_curve"] = fpr_curve(list(controls.values()))
     rep["verdicts"] = verdicts(members, cal)
     rep["flagged"] = sum(v["member"] for v in rep["verdicts"])
@@ -68,13 +67,21 @@ def _detector_report(name: str, d: dict[str, Any], texts: dict[str, str],
     return rep
 
 
+def calibration_method(params: DetectParams) -> CalibrationMethod:
+    """``params.calibration`` when the job has that field, else the conformal default."""
+    method: CalibrationMethod = getattr(params, "calibration", "conformal")
+    return method
+
+
 def build_report(records: list[dict[str, Any]], params: DetectParams,
                  seed: int = 0) -> dict[str, Any]:
     texts = {r["sample"]["id"]: r["sample"]["text"] for r in records}
     member_texts = [r["sample"]["text"] for r in records if r["sample"]["label"] == "member"]
     control_texts = [r["sample"]["text"] for r in records if r["sample"]["label"] == "control"]
     report: dict[str, Any] = {"target_fpr": params.target_fpr, "n_members": len(member_texts),
-                              "n_controls": len(control_texts), "detectors": {}}
+                              "n_controls": len(control_texts),
+                              "calibration_method": calibration_method(params),
+                              "detectors": {}}
     if member_texts and len(control_texts) >= 2:
         report["shift"] = shift_guard(member_texts, control_texts, seed=seed)
     for name, d in sorted(_by_detector(records).items()):
@@ -89,6 +96,44 @@ def _fmt_ci(x: Any) -> str:
     return f"[{x[0]:.2f}, {x[1]:.2f}]"
 
 
+def _fmt_tpr(lab: dict[str, Any], pct: int, ci: bool) -> str:
+    tpr = lab.get(f"tpr_at_{pct}pct_fpr")
+    if not lab:
+        return "-"
+    if tpr is None:
+        return "n/a (FPR not reachable)"
+    out = f"{tpr:.2f} (FPR<={lab[f'fpr_bound_{pct}pct']:.3f})"
+    return f"{out} {_fmt_ci(lab.get(f'tpr_at_{pct}pct_fpr_ci'))}" if ci else out
+
+
+def _fmt_cal(cal: dict[str, Any]) -> str:
+    if not cal.get("reachable"):
+        return "not reachable"
+    return f"<={cal['fpr_bound']:.3f} {_fmt_ci(cal.get('fpr_ci'))}"
+
+
+def _calibration_lines(report: dict[str, Any]) -> list[str]:
+    """What the verdicts' FPR means, and every 'not reachable' note, said once."""
+    n, target = report["n_controls"], report["target_fpr"]
+    method = report.get("calibration_method", "conformal")
+    if method == "empirical":
+        lines = [f"verdicts at target FPR {target * 100:g}% with the EMPIRICAL threshold "
+                 "(in-sample on the controls; the out-of-sample bound in the last column "
+                 "exceeds the target)"]
+    else:
+        lines = [f"verdicts at target FPR {target * 100:g}%: conformal threshold over {n} "
+                 "controls; 'FPR bound' holds for a new non-member (out of sample), [CP 95%] "
+                 "is the Clopper-Pearson interval of this threshold's FPR"]
+    cals = [r.get("calibration", {}) for r in report["detectors"].values()]
+    notes = sorted({c["note"] for c in cals if c.get("note")})
+    lines += [f"NOTE: {m}" for m in notes]
+    labs = [r.get("labelled", {}) for r in report["detectors"].values()]
+    lab_notes = sorted({x[k] for x in labs for k in ("tpr_at_1pct_fpr_note",
+                                                      "tpr_at_5pct_fpr_note") if x.get(k)})
+    lines += [f"TPR columns: {m.replace('; no sample is flagged', '')}" for m in lab_notes]
+    return lines
+
+
 def report_table(report: dict[str, Any]) -> Table:
     rows = []
     for name, r in report["detectors"].items():
@@ -97,20 +142,19 @@ def report_table(report: dict[str, Any]) -> Table:
         rows.append([
             name, "higher" if r["higher_means_member"] else "lower",
             f"{lab['auc']:.3f} {_fmt_ci(lab.get('auc_ci'))}" if lab else "-",
-            f"{lab['tpr_at_1pct_fpr']:.2f}" if lab else "-",
-            f"{lab['tpr_at_5pct_fpr']:.2f} {_fmt_ci(lab.get('tpr_at_5pct_fpr_ci'))}" if lab
-            else "-",
+            _fmt_tpr(lab, 1, ci=False), _fmt_tpr(lab, 5, ci=True),
             f"{r['length_baseline_auc']:.2f}" if "length_baseline_auc" in r else "-",
             f"{r.get('flagged', 0)}/{r['n_members']}",
-            f"{cal['achieved_fpr']:.3f}" if cal else r.get("error", "-"),
+            _fmt_cal(cal) if cal else r.get("error", "-"),
         ])
-    head = [f"{report['n_members']} audited samples, {report['n_controls']} controls; verdicts "
-            f"at target FPR {report['target_fpr']:.0%} (calibrated on the controls)"]
+    head = [f"{report['n_members']} audited samples, {report['n_controls']} controls",
+            *_calibration_lines(report)]
     shift = report.get("shift", {})
     if shift:
-        fa = shift["feature_auc"]
-        head.append("blind baselines (AUC): " + ", ".join(
-            f"{k} {v:.2f}" for k, v in fa.items() if v is not None))
+        fa, fp = shift["feature_auc"], shift.get("feature_p", {})
+        head.append("blind baselines (AUC, permutation p): " + ", ".join(
+            f"{k} {v:.2f}" + (f" (p = {fp[k]:.3f})" if fp.get(k) is not None else "")
+            for k, v in fa.items() if v is not None))
         head += [f"WARNING: {w}" for w in shift["warnings"]]
     inverted = [n for n, r in report["detectors"].items()
                 if (r.get("labelled", {}).get("auc_ci") or [None, None])[1] is not None
@@ -122,7 +166,7 @@ def report_table(report: dict[str, Any]) -> Table:
         head.append(f"{len(report['errors'])} sample(s) with detector errors (see the report)")
     return Table("Membership detection", ["detector", "member if", "ROC AUC [95% CI]",
                                           "TPR@1%FPR", "TPR@5%FPR [CI]", "length AUC",
-                                          "flagged", "FPR on controls"], rows, head)
+                                          "flagged", "FPR bound [CP 95%]"], rows, head)
 
 
 def finalize_run(run_dir: Path) -> dict[str, Any]:
