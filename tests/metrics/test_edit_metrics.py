@@ -57,7 +57,7 @@ def test_helm_string_helper_cuts_reference() -> None:
 @pytest.mark.parametrize(
     "compressor,fn",
     [
-        ("zlib", lambda b: zlib.compress(b, 9)),
+        ("zlib9", lambda b: zlib.compress(b, 9)),
         ("lzma", lambda b: lzma.compress(b)),
         ("bz2", lambda b: bz2.compress(b, 9)),
     ],
