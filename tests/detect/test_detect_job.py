@@ -220,3 +220,80 @@ def test_a_token_budget_stops_the_run_and_the_partial_report_is_stored(
     with RunStore(run) as store:
         assert store.get_meta("detect_report") == json.loads(json.dumps(report))
     assert report["n_members"] + report["n_controls"] == out.done_items
+
+
+def test_pearl_defaults_are_the_published_ones() -> None:
+    p = DetectParams()
+    assert (p.temperature, p.passage_words, p.bitflip_scale, p.bitflip_tokenizer,
+            p.sensitivity, p.ncd) == (0.3, 250, "published", "auto", "absolute", "zlib")
+    s = p.pearl_settings()
+    assert (s.temperature, s.sensitivity, s.ncd) == (0.3, "absolute", "zlib")
+
+
+def test_records_state_the_bit_flip_ids_and_warn_on_short_references(
+        params: dict[str, object], caplog: pytest.LogCaptureFixture) -> None:
+    from recitation.detect.o200k import load_o200k
+
+    if load_o200k() is None:
+        pytest.skip("no offline o200k encoding installed (pip install rs-bpe)")
+    job = make_job("detect", {**params, "detectors": ["pearl"]}, seed=0)
+    with caplog.at_level("WARNING", logger="recitation.detect.job"):
+        records = asyncio.run(job.run_items(job.items(), ScriptedModel()))
+    assert "reference under 40 words" in caplog.text
+    for rec in records:
+        pearl = rec["pearl"]
+        assert pearl["bitflip_scale"] == "published" and "o200k_base" in pearl["bitflip_tokenizer"]
+        assert pearl["sensitivity_mode"] == "absolute" and pearl["ncd"] == "zlib"
+        assert pearl["reference_words"] < 40
+        assert pearl["warnings"] == [f"reference of {pearl['reference_words']} words (< 40)"]
+
+
+def test_variants_stay_available_as_named_options(params: dict[str, object]) -> None:
+    job = make_job("detect", {**params, "detectors": ["pearl"], "bitflip_scale": "utf8-percent",
+                              "sensitivity": "signed", "ncd": "zlib9", "temperature": 0.7},
+                   seed=0)
+    records = asyncio.run(job.run_items(job.items(), ScriptedModel()))
+    pearl = records[0]["pearl"]
+    assert pearl["bitflip_tokenizer"].startswith("none") and pearl["ncd"] == "zlib9"
+    perf = pearl["bitflip"]["perf_mean"]
+    assert pearl["bitflip"]["sensitivity"] == pytest.approx(
+        max(perf[j] - perf[j + 1] for j in range(len(perf) - 1)))
+    with pytest.raises(ConfigError):
+        make_job("detect", {"bitflip_scale": "percent"}, seed=0)
+
+
+def test_cli_flags_map_to_params() -> None:
+    from recitation.cli import build_parser
+    from recitation.detect.cli import _params
+
+    args = build_parser().parse_args(["detect"])
+    p = _params(args)
+    assert (p["temperature"], p["bitflip_scale"], p["sensitivity"], p["ncd"],
+            p["passage_words"]) == (0.3, "published", "absolute", "zlib", 250)
+    args = build_parser().parse_args(
+        ["detect", "--greedy", "--bitflip-scale", "utf8-percent", "--sensitivity", "signed",
+         "--ncd", "zlib9", "--bitflip-tokenizer", "target", "--passage-words", "60"])
+    p = _params(args)
+    assert (p["temperature"], p["bitflip_scale"], p["sensitivity"], p["ncd"],
+            p["bitflip_tokenizer"], p["passage_words"]) == (0.0, "utf8-percent", "signed",
+                                                            "zlib9", "target", 60)
+
+
+def test_book_sources_default_to_250_word_passages(tmp_path: Path) -> None:
+    book = tmp_path / "book.txt"
+    book.write_text(" ".join(f"w{i}" for i in range(700)))
+    samples = load_samples(str(book), "member")
+    assert [len(s.text.split()) for s in samples] == [250, 250, 200]
+    assert len(load_samples(str(book), "member", passage_words=60)) == 12  # 11 x 60 + 40
+
+
+def test_cli_warns_on_stderr_about_short_references(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from recitation.cli import main
+
+    code = main(["detect", "--members", "kjv:John 3:16-17", "--controls",
+                 "builtin:kjv-pastiche", "--limit", "1", "--outputs", "1", "--estimate-only",
+                 "--detectors", "pearl", "--backend", "openai", "--model", "gpt-4o-mini"])
+    err = capsys.readouterr().err
+    assert code == 0
+    assert "under 40 words" in err and "kjv:John 3:16-17" in err
