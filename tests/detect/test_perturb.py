@@ -107,7 +107,7 @@ def test_published_flips_stay_in_each_ids_width_and_vocabulary() -> None:
         out = flip_id_bits(ids, 40, seed, O200K_VOCAB)
         assert all(0 <= t < O200K_VOCAB for t in out)
         # a flip stays inside the id's own binary width (format(id, "b"), "0" for id 0)
-        assert all((a ^ b).bit_length() <= max(1, a.bit_length()) for a, b in zip(ids, out))
+        assert all((a ^ b).bit_length() <= max(1, a.bit_length()) for a, b in zip(ids, out, strict=True))
 
 
 def test_published_flips_are_nested_and_deterministic() -> None:
@@ -117,14 +117,14 @@ def test_published_flips_are_nested_and_deterministic() -> None:
         for k in range(0, 60, 5):
             out = flip_id_bits(ids, k, seed, O200K_VOCAB)
             assert out == flip_id_bits(ids, k, seed, O200K_VOCAB)
-            masks = [a ^ b for a, b in zip(ids, out)]
-            assert all(m & p == p for m, p in zip(masks, prev))  # flips at k-1 kept at k
+            masks = [a ^ b for a, b in zip(ids, out, strict=True)]
+            assert all(m & p == p for m, p in zip(masks, prev, strict=True))  # flips at k-1 kept at k
             prev = masks
 
 
 def _changed_tokens(seed: int, k: int) -> int:
     out = flip_id_bits(QUOTE_O200K, k, seed, O200K_VOCAB)
-    return sum(a != b for a, b in zip(QUOTE_O200K, out))
+    return sum(a != b for a, b in zip(QUOTE_O200K, out, strict=True))
 
 
 def test_published_scale_changes_few_tokens_of_an_18_word_sentence() -> None:
@@ -141,7 +141,7 @@ def test_published_scale_changes_few_tokens_of_an_18_word_sentence() -> None:
     assert 0.5 < mean4 < 3  # table 8: 2-3 tokens at k = 4
     # the utf8-percent variant damages ~40x more at k = 1 (7 bits of 720)
     words = QUOTE.split()
-    hit = sum(a != b for a, b in zip(words, bit_flip(QUOTE, 1, 0).split()))
+    hit = sum(a != b for a, b in zip(words, bit_flip(QUOTE, 1, 0).split(), strict=False))
     assert hit >= 3
 
 
@@ -176,7 +176,7 @@ def test_o200k_encoding_when_installed() -> None:
     fn = PublishedBitFlip(enc)
     outs = [fn(QUOTE, k, 3) for k in range(6)]
     assert outs[0] == QUOTE and all(isinstance(o, str) for o in outs)
-    changed = [sum(a != b for a, b in zip(QUOTE_O200K, enc.encode(o))) for o in outs[1:]]
+    changed = [sum(a != b for a, b in zip(QUOTE_O200K, enc.encode(o), strict=False)) for o in outs[1:]]
     assert max(changed) <= 8
 
 
