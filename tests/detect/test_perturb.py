@@ -107,7 +107,8 @@ def test_published_flips_stay_in_each_ids_width_and_vocabulary() -> None:
         out = flip_id_bits(ids, 40, seed, O200K_VOCAB)
         assert all(0 <= t < O200K_VOCAB for t in out)
         # a flip stays inside the id's own binary width (format(id, "b"), "0" for id 0)
-        assert all((a ^ b).bit_length() <= max(1, a.bit_length()) for a, b in zip(ids, out, strict=True))
+        assert all((a ^ b).bit_length() <= max(1, a.bit_length())
+                   for a, b in zip(ids, out, strict=True))
 
 
 def test_published_flips_are_nested_and_deterministic() -> None:
@@ -118,7 +119,8 @@ def test_published_flips_are_nested_and_deterministic() -> None:
             out = flip_id_bits(ids, k, seed, O200K_VOCAB)
             assert out == flip_id_bits(ids, k, seed, O200K_VOCAB)
             masks = [a ^ b for a, b in zip(ids, out, strict=True)]
-            assert all(m & p == p for m, p in zip(masks, prev, strict=True))  # flips at k-1 kept at k
+            # every flip made at the previous intensity is kept
+            assert all(m & p == p for m, p in zip(masks, prev, strict=True))
             prev = masks
 
 
@@ -176,7 +178,8 @@ def test_o200k_encoding_when_installed() -> None:
     fn = PublishedBitFlip(enc)
     outs = [fn(QUOTE, k, 3) for k in range(6)]
     assert outs[0] == QUOTE and all(isinstance(o, str) for o in outs)
-    changed = [sum(a != b for a, b in zip(QUOTE_O200K, enc.encode(o), strict=False)) for o in outs[1:]]
+    changed = [sum(a != b for a, b in zip(QUOTE_O200K, enc.encode(o), strict=False))
+               for o in outs[1:]]
     assert max(changed) <= 8
 
 
