@@ -53,7 +53,7 @@ def write_book(tmp_path: Path) -> Path:
 
 def helper_reply(req: GenerationRequest) -> str:
     system = next((m.content for m in req.messages or () if m.role == "system"), "")
-    if system == prompts.VERIFIER_SYSTEM:
+    if system.startswith(prompts.VERIFIER_SYSTEM):
         return "Yes"
     if system.startswith("You will be given a full book chapter"):
         user = (req.messages or ())[-1].content
@@ -73,7 +73,7 @@ def helper_reply(req: GenerationRequest) -> str:
 
 def target_reply(req: GenerationRequest) -> str:
     user = (req.messages or ())[-1].content if req.messages else req.prompt or ""
-    if "IMPROVEMENT GUIDANCE" in user:  # feedback makes the target recall more
+    if "MISSING ELEMENTS" in user:  # feedback makes the target recall more
         return CH1 if "beginning" in user else CH2
     if "Let there be light" in user or "Let there be light" in str(req.messages):
         return "And God said, Let there be light: and there was light."
@@ -116,7 +116,7 @@ def test_text_book_segmented_extracted_and_reported(tmp_path: Path) -> None:
     assert rows["recap"][2] == f"{scores['rouge_scores'][ECHO_METHOD['recap']]:.4f}"
     assert float(rows["recap"][2]) > float(rows["dsp"][2])
     costs = method_costs(events, [r["summary_cost"] for _, r in records])
-    assert costs["prefix"].prompts == len(events)
+    assert costs["prefix"].prompts == 2 * len(events)  # the probe and its judge call
     assert costs["dsp"].prompts == len(events) + 3  # + summary calls: 1 (ch. 1) + 2 (ch. 2)
     assert costs["recap"].prompts >= costs["recap_filter"].prompts > costs["dsp_jailbreak"].prompts
 

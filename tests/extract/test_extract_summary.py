@@ -165,3 +165,80 @@ async def test_pdnc_chapter_with_the_embedded_model(shared_data: Path, local_mod
         assert len(seg.issues) == seg.attempts
     assert_covering(seg.events, chapter.text)
     assert all(isinstance(g, GenerationRequest) or True for g in agent.generations)
+
+
+# -- issue 8: the paper's prompt, temperature and reply limit; cut-off replies ------------
+
+def _plain(text: str) -> str:
+    """Words of a prompt without typesetting: markdown marks, dashes and spacing dropped."""
+    text = re.sub(r"[*#`\u2014\u2003]", " ", text.replace("\\_", "_"))
+    return " ".join(text.split())
+
+
+def test_default_prompt_is_the_papers_appendix_b(shared_data: Path) -> None:
+    from recitation.extract import prompts
+
+    paper = shared_data.parent / "papers" / "recap.md"
+    if not paper.exists():
+        pytest.skip(f"the RECAP paper is not at {paper}")
+    page = paper.read_text(encoding="utf-8")
+    table = page[page.index("### Section Summary Agent Prompt"):page.index("Table 4 |")]
+    sys_part = table[table.index("**System Prompt:**") + 18:table.index("### **User Prompt:**")]
+    user_part = table[table.index("### **User Prompt:**") + 20:]
+    system, user = prompts.summary_messages("{chapter_text}")
+    assert _plain(system) == _plain(sys_part)
+    assert _plain(user) == _plain(user_part)
+    # nothing of ours is added for a helper with structured output
+    assert "schema" not in system
+    with_note, _ = prompts.summary_messages("x", schema_in_prompt=True)
+    assert with_note.startswith(system) and '"detailed_summary"' in with_note
+
+
+class _Structured(ScriptedModel):
+    from recitation.models.base import Capabilities
+
+    capabilities = Capabilities(structured_output=True)
+
+
+async def test_paper_temperature_long_limit_and_new_seed_per_attempt() -> None:
+    cfg = SummaryConfig()
+    assert (cfg.temperature, cfg.max_tokens, cfg.prompt) == (1.0, 16384, "paper")
+    seg, model = await segment(["no json here", json.dumps(GOOD)])
+    assert seg.attempts == 2
+    first, second = model.requests
+    assert first.temperature == 1.0 and first.max_tokens == 16384
+    assert (first.seed, second.seed) == (0, 1)
+    assert first.response_schema is not None
+    # a helper without structured output is told the schema; one with it is not
+    assert "schema" in (first.messages or ())[0].content
+    structured = _Structured(lambda r: json.dumps(GOOD))
+    await SectionSummaryAgent(structured).segment(CHAPTER)
+    assert "schema" not in (structured.requests[0].messages or ())[0].content
+
+
+async def test_reply_cut_at_the_limit_is_retried_not_salvaged() -> None:
+    full = json.dumps(GOOD)
+    limit = len(full.split())  # the scripted model reports finish_reason "length" here
+    seg, model = await segment([full, full], SummaryConfig(max_tokens=limit, max_attempts=2))
+    assert seg.method == "fallback" and len(model.requests) == 2
+    assert all("cut off at the limit" in i for i in seg.issues)
+
+
+async def test_broken_outer_object_is_a_failure_not_one_event_per_chapter() -> None:
+    truncated = json.dumps(GOOD)[:-60]  # cut inside the last event: inner objects still parse
+    seg, model = await segment([truncated, json.dumps(GOOD)], SummaryConfig(max_attempts=2))
+    assert seg.method == "agent" and seg.attempts == 2 and len(seg.events) == 3
+    assert "no valid JSON" in seg.issues[0]
+    with pytest.raises(SummaryProblem):
+        extract_json(truncated)
+    # prose brackets before a whole object are still fine
+    assert extract_json('See [note] and "a {quoted" brace: {"a": [1]}') == {"a": [1]}
+
+
+async def test_compact_prompt_and_greedy_remain_named_options() -> None:
+    seg, model = await segment([json.dumps(GOOD)],
+                               SummaryConfig(prompt="recitation", temperature=0))
+    req = model.requests[0]
+    assert req.temperature == 0 and req.seed is None
+    assert "Answer with JSON only, matching this schema" in (req.messages or ())[0].content
+    assert seg.method == "agent"

@@ -1,9 +1,15 @@
 """Section summary agent (RECAP section 3.1, appendix B): chapter -> events.
 
 A helper model reads a chapter and returns events (title, characters, paraphrased bullet
-summary, verbatim first and last sentence). Small or careless helpers return prose, broken
-JSON, the wrong schema, or boundary sentences that are not in the text, so the agent:
+summary, verbatim first and last sentence). By default the helper gets the paper's prompt
+(appendix B) at the paper's temperature (1.0, appendix I; each re-ask draws with a new seed)
+and room for a long reply (``max_tokens`` 16,384: the released summaries of EchoTrace take
+about 3,200 tokens per chapter, up to about 10,000). Small or careless helpers return prose,
+broken JSON, the wrong schema, or boundary sentences that are not in the text, so the agent:
 
+0. treats a reply cut off at the token limit (``finish_reason == "length"``) or whose outer
+   JSON value does not parse as a failed attempt: it is never salvaged from an inner object
+   (which would make one event of a whole chapter);
 1. parses leniently (code fences, text around the JSON, a bare list, ``{"chapters": ...}``)
    and validates each event against the schema (a string summary becomes one bullet);
 2. locates each first sentence in the chapter's Punkt sentences - exactly (whitespace- and
@@ -43,9 +49,11 @@ _SCHEMA_JSON = json.dumps(prompts.EVENT_SCHEMA, sort_keys=True)
 class SummaryConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     max_attempts: int = Field(3, ge=1)
-    max_tokens: int = Field(2048, ge=16)
-    temperature: float = Field(0.0, ge=0)
-    seed: int = 0
+    max_tokens: int = Field(16384, ge=16, description="reply limit of the helper")
+    temperature: float = Field(1.0, ge=0, description="the paper's 1.0; 0 = greedy")
+    seed: int = Field(0, description="seed of attempt 1; attempt k uses seed + k - 1")
+    prompt: prompts.SummaryPrompt = Field("paper", description="paper: appendix B; "
+                                          "recitation: our compact prompt (schema inline)")
     fuzzy_cutoff: float = Field(85.0, ge=0, le=100)
     min_events: int = Field(2, ge=1)
     max_events: int = Field(10, ge=1)
@@ -81,18 +89,40 @@ class SummaryProblem(Exception):
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
+def _opens_before(text: str, end: int) -> bool:
+    """Is a JSON bracket still open at ``end``? (brackets inside double-quoted strings do
+    not count, so prose such as "see [1]" before the JSON is fine)."""
+    depth, in_str, esc = 0, False, False
+    for ch in text[:end]:
+        if in_str:
+            esc, in_str = (False, in_str) if esc else (ch == "\\", ch != '"')
+        elif ch == '"':
+            in_str = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]" and depth:
+            depth -= 1
+    return depth > 0
+
+
 def extract_json(reply: str) -> Any:
-    """The first JSON value in ``reply`` (inside a code fence or not)."""
+    """The first outer JSON value in ``reply`` (inside a code fence or not). A value nested
+    in a bracket that never closes (a cut-off or broken outer object) is not taken: the
+    reply then counts as unparseable."""
     candidates = [m.group(1) for m in _FENCE.finditer(reply)] + [reply]
     decoder = json.JSONDecoder()
     for text in candidates:
         for i, ch in enumerate(text):
             if ch in "{[":
                 try:
-                    return decoder.raw_decode(text[i:])[0]
+                    value = decoder.raw_decode(text[i:])[0]
                 except json.JSONDecodeError:
                     continue
-    raise SummaryProblem("the answer contained no valid JSON")
+                if _opens_before(text, i):
+                    break  # an inner value of a broken outer one
+                return value
+    raise SummaryProblem("the answer contained no valid JSON (or its outer object is "
+                         "broken or cut off)")
 
 
 def parse_events(reply: str) -> tuple[list[RawEvent], list[str]]:
@@ -255,25 +285,30 @@ class SectionSummaryAgent:
         self.domain: prompts.Domain = domain
         self.generations: list[Any] = []  # every Generation, for cost accounting
 
-    def _request(self, msgs: list[Message]) -> GenerationRequest:
+    def _request(self, msgs: list[Message], attempt: int) -> GenerationRequest:
         c = self.cfg
         return GenerationRequest(messages=tuple(msgs), max_tokens=c.max_tokens,
                                  temperature=c.temperature,
-                                 seed=c.seed if c.temperature > 0 else None,
+                                 seed=c.seed + attempt - 1 if c.temperature > 0 else None,
                                  response_schema=_SCHEMA_JSON)
 
     async def segment(self, chapter: Chapter) -> Segmentation:
         text = chapter.full_text
-        system, user = prompts.summary_messages(text, self.domain, min_events=self.cfg.min_events,
-                                                max_events=self.cfg.max_events)
+        system, user = prompts.summary_messages(
+            text, self.domain, min_events=self.cfg.min_events, max_events=self.cfg.max_events,
+            prompt=self.cfg.prompt,
+            schema_in_prompt=not self.helper.capabilities.structured_output)
         msgs = [Message("system", system), Message("user", user)]
         issues: list[str] = []
         replies: list[str] = []
         for attempt in range(1, self.cfg.max_attempts + 1):
-            gen = (await self.helper.generate([self._request(msgs)]))[0]
+            gen = (await self.helper.generate([self._request(msgs, attempt)]))[0]
             self.generations.append(gen)
             replies.append(gen.text)
             try:
+                if gen.finish_reason == "length":
+                    raise SummaryProblem(f"the answer was cut off at the limit of "
+                                         f"{self.cfg.max_tokens} tokens")
                 raws, schema_issues = parse_events(gen.text)
                 events, place_issues, kinds = build_events(chapter, text, raws, self.cfg)
                 if not events:
