@@ -153,3 +153,17 @@ def test_summarization_plan_adds_one_greedy_reference_call() -> None:
     assert len(pool.requests) == 3 * 3 + 1
     ref = pool.requests[plan.reference_call]  # type: ignore[attr-defined]
     assert ref.temperature == 0 and ref.is_chat
+
+
+def test_report_notes_state_the_definitions_and_short_references() -> None:
+    from recitation.detect.pearl import pearl_report_notes
+
+    rec = {"sample": {"id": "a"}, "pearl": {
+        "bitflip_scale": "published", "bitflip_tokenizer": "o200k_base via rs-bpe",
+        "sensitivity_mode": "absolute", "ncd": "zlib", "temperature": 0.3,
+        "warnings": ["reference of 9 words (< 40)"]}}
+    ok = {"sample": {"id": "b"}, "pearl": {**rec["pearl"], "warnings": []}}  # type: ignore[dict-item]
+    notes = pearl_report_notes([rec, ok, {"sample": {"id": "c"}}])
+    assert notes["bitflip_tokenizer"] == "o200k_base via rs-bpe"
+    assert notes["short_references"] == ["a"] and "1 of 2 samples" in notes["warning"]
+    assert pearl_report_notes([{"sample": {"id": "c"}}]) == {}

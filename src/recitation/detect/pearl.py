@@ -275,3 +275,19 @@ def score_plan(plan: SamplePlan, texts: Sequence[str], settings: PearlSettings) 
             "example_output_k0": texts[per_k[0][0]],
         }
     return out
+
+
+def pearl_report_notes(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """For the detect report: the PEARL definitions used (bit-flip ids, sensitivity, NCD,
+    temperature) and the samples whose reference is under ``MIN_REFERENCE_WORDS`` words."""
+    pearl = [r["pearl"] for r in records if r.get("pearl")]
+    if not pearl:
+        return {}
+    keys = ("bitflip_scale", "bitflip_tokenizer", "sensitivity_mode", "ncd", "temperature")
+    notes: dict[str, Any] = {k: pearl[0].get(k) for k in keys}
+    short = [r["sample"]["id"] for r in records if r.get("pearl", {}).get("warnings")]
+    notes["short_references"] = short
+    if short:
+        notes["warning"] = (f"{len(short)} of {len(pearl)} samples have a PEARL reference "
+                            f"under {MIN_REFERENCE_WORDS} words (NCD is noisy there)")
+    return notes
