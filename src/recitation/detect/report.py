@@ -87,6 +87,10 @@ def build_report(records: list[dict[str, Any]], params: DetectParams,
     for name, d in sorted(_by_detector(records).items()):
         report["detectors"][name] = _detector_report(name, d, texts, params, seed)
     report["errors"] = {r["sample"]["id"]: r["errors"] for r in records if r.get("errors")}
+    from recitation.detect.pearl import pearl_report_notes  # PEARL definitions, warnings
+
+    if notes := pearl_report_notes(records):
+        report["pearl"] = notes
     return report
 
 
