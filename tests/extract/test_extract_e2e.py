@@ -33,7 +33,7 @@ def book_file(shared_data: Path) -> Path:
 def responder(req: GenerationRequest) -> str:
     """A deterministic stand-in target/helper: judges say Yes, the rest echo the prompt."""
     system = next((m.content for m in req.messages or () if m.role == "system"), "")
-    if system == prompts.VERIFIER_SYSTEM:
+    if system.startswith(prompts.VERIFIER_SYSTEM):
         return "Yes"
     return echo_responder(req)
 
