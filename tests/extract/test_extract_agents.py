@@ -1,15 +1,21 @@
 """Control flow of the RECAP agents with scripted models: refusal -> jailbreak -> feedback,
-the stopping rules, every attempt stored, costs booked per stage."""
+the released keep/stop rule, the continued refinement conversation, attempt sizes, every
+attempt stored, costs booked per stage."""
 
 from __future__ import annotations
-
-import re
 
 import pytest
 
 from recitation.corpus.echotrace import BLOCKED
-from recitation.extract import prompts
-from recitation.extract.agents import Pipeline, RecapConfig, run_all, should_stop
+from recitation.extract.agents import (
+    REFINE_TURN,
+    Pipeline,
+    RecapConfig,
+    attempt_allowance,
+    rouge_recall,
+    round_decision,
+    run_all,
+)
 from recitation.extract.job import state_of
 from recitation.extract.leak import LeakConfig
 from recitation.extract.records import EventState
@@ -38,6 +44,15 @@ def user_of(req: GenerationRequest) -> str:
     return next((m.content for m in reversed(req.messages or ()) if m.role == "user"), "")
 
 
+def is_judge(req: GenerationRequest) -> bool:
+    return system_of(req).startswith("You are a helpful red teaming")
+
+
+def is_refine(req: GenerationRequest) -> bool:
+    user = user_of(req)
+    return "Leverage these new informations" in user or "IMPROVEMENT GUIDANCE" in user
+
+
 def judge_by_keywords(req: GenerationRequest) -> str:
     resp = user_of(req).split("Response:", 1)[1]
     return "No" if "sorry" in resp.lower() else "Yes"
@@ -50,16 +65,16 @@ class Target:
         self.after = list(answers_after_feedback)
 
     def __call__(self, req: GenerationRequest) -> str:
-        system, user = system_of(req), user_of(req)
-        if system == prompts.VERIFIER_SYSTEM:
+        system = system_of(req)
+        if is_judge(req):
             return judge_by_keywords(req)
         if system.startswith("You are analyzing how well"):
             return "1. MAJOR STRUCTURAL ISSUES:\n- the ending is missing"
-        if "IMPROVEMENT GUIDANCE" in user:
+        if is_refine(req):
             return self.after.pop(0) if self.after else HALF
         if system.startswith("We are evaluating"):
             return "I'm sorry, but I can't reproduce copyrighted text."
-        if system.startswith("Test the next function"):
+        if "Test the next function" in system:
             return HALF
         return "Continue: " + FIRST
 
@@ -72,32 +87,35 @@ async def test_refusal_then_jailbreak_then_feedback_to_target() -> None:
     agent = ev.completions["Agent_Extraction"]
     assert agent["simple_agent_extraction"] == BLOCKED
     assert agent["simple_agent_jailbreak"] == HALF
-    assert ev.refusals == {"dsp": True, "jailbreak:static": False}
+    assert ev.refusals["dsp"] is True and ev.refusals["jailbreak:static"] is False
     assert agent["simple_agent_extraction_refined_0"] == {"text": HALF, "refinement_prompt": None}
     assert agent["simple_agent_extraction_refined_1"]["text"] == GOLD
     assert "ending is missing" in agent["simple_agent_extraction_refined_1"]["refinement_prompt"]
     assert ev.stop_reason == "reached_target" and ev.rounds == 1
     stages = [a["stage"] for a in ev.attempts]
     assert stages == ["prefix", "dsp", "jailbreak:static", "feedback", "refine"]
-    # the refinement keeps the jailbreak's system prompt and shows the previous attempt
-    refine = ev.attempts[-1]["messages"]
-    assert refine[0]["content"].startswith("Test the next function")
-    assert HALF in refine[1]["content"]
-    assert set(ev.ledger.stages) == {"prefix", "dsp", "verify", "jailbreak", "feedback", "refine"}
+    # the refinement continues the jailbreak's conversation (released structure): its
+    # system and user turns, the accepted text as the assistant turn, then the hints
+    jb, refine = ev.attempts[2]["messages"], ev.attempts[-1]["messages"]
+    assert refine[:2] == jb and "Test the next function" in refine[0]["content"]
+    assert refine[2:] == [{"role": "assistant", "content": HALF}, {
+        "role": "user", "content": REFINE_TURN.format(hints=ev.attempts[-2]["hint"])}]
+    assert set(ev.ledger.stages) >= {"prefix", "dsp", "verify", "jailbreak", "feedback", "refine"}
     assert ev.ledger.stages["verify"].prompts == 2
 
 
 async def test_jailbreak_pool_tried_in_order_until_one_passes() -> None:
     def target(req: GenerationRequest) -> str:
         s = system_of(req)
-        if s == prompts.VERIFIER_SYSTEM:
+        if is_judge(req):
             return judge_by_keywords(req)
         if s.startswith("You are a literary historian"):  # past tense gets through
             return HALF
         return "Sorry, I cannot help with that."
 
     model = ScriptedModel(target)
-    pipe = Pipeline(model, model, model, RecapConfig(max_rounds=0))
+    cfg = RecapConfig(max_rounds=0, jailbreaks=("static", "past_tense", "continuation"))
+    pipe = Pipeline(model, model, model, cfg)
     evs = [event(0), event(1)]
     await run_all(pipe, evs, methods={"dsp_jailbreak"})
     for ev in evs:
@@ -109,27 +127,26 @@ async def test_jailbreak_pool_tried_in_order_until_one_passes() -> None:
 
 
 async def test_all_refused_skips_feedback() -> None:
-    model = ScriptedModel(lambda r: "No" if system_of(r) == prompts.VERIFIER_SYSTEM
-                          else "Sorry, no.")
+    model = ScriptedModel(lambda r: "No" if is_judge(r) else "Sorry, no.")
     pipe = Pipeline(model, model, model, RecapConfig())
     ev = event()
     await run_all(pipe, [ev], methods={"recap"})
     assert ev.stop_reason == "refused" and not ev.accepted
     assert "simple_agent_extraction_refined_0" not in ev.completions["Agent_Extraction"]
-    assert len(ev.completions["Agent_Extraction"]) == 2  # blocked DSP + last jailbreak text
+    assert len(ev.completions["Agent_Extraction"]) == 2  # blocked DSP + the jailbreak
 
 
-@pytest.mark.parametrize("history,expected", [
-    ([0.96], "reached_target"),
-    ([0.95], "reached_target"),
-    ([0.5], None),
-    ([0.5, 0.51], "no_improvement"),
-    ([0.5, 0.4], "no_improvement"),
-    ([0.5, 0.52], None),
-    ([0.5, 0.6, 0.95], "reached_target"),
+@pytest.mark.parametrize("best,score,expected", [
+    (0.5, 0.52, (False, "no_improvement")),  # must beat the best by MORE than 0.02
+    (0.5, 0.5201, (True, "")),
+    (0.5, 0.4, (False, "no_improvement")),
+    (0.5, 0.95, (True, "")),  # the target is "above 0.95", as released
+    (0.5, 0.951, (True, "reached_target")),
+    (0.94, 0.951, (False, "no_improvement")),
 ])
-def test_stopping_rule(history: list[float], expected: str | None) -> None:
-    assert should_stop(history, 0.95, 0.02) == expected
+def test_round_decision_is_the_released_rule(best: float, score: float,
+                                             expected: tuple[bool, str]) -> None:
+    assert round_decision(best, score, RecapConfig()) == expected
 
 
 def _words(n: int) -> str:
@@ -143,7 +160,7 @@ async def test_loop_stops_when_a_round_gains_less_than_min_gain() -> None:
     target_first = _words(8)
 
     def responder(req: GenerationRequest) -> str:
-        if system_of(req).startswith("We are evaluating") and "IMPROVEMENT" not in user_of(req):
+        if system_of(req).startswith("We are evaluating") and not is_refine(req):
             return target_first
         return model.responder(req)
 
@@ -153,7 +170,10 @@ async def test_loop_stops_when_a_round_gains_less_than_min_gain() -> None:
     await run_all(pipe, [ev], methods={"recap"})
     assert ev.stop_reason == "no_improvement" and ev.rounds == 2
     assert [k for k in ev.rouge if k.startswith("round_")] == ["round_0", "round_1", "round_2"]
-    assert "simple_agent_extraction_refined_3" not in ev.completions["Agent_Extraction"]
+    agent = ev.completions["Agent_Extraction"]
+    assert "simple_agent_extraction_refined_1" in agent  # kept
+    assert "simple_agent_extraction_refined_2" not in agent  # no gain: run, stored, not kept
+    assert [a.get("kept") for a in ev.attempts if a["stage"] == "refine"] == [True, False]
 
 
 async def test_loop_stops_at_max_rounds() -> None:
@@ -161,11 +181,11 @@ async def test_loop_stops_at_max_rounds() -> None:
 
     def responder(req: GenerationRequest) -> str:
         s = system_of(req)
-        if s == prompts.VERIFIER_SYSTEM:
+        if is_judge(req):
             return "Yes"
         if s.startswith("You are analyzing"):
             return "missing elements"
-        return _words(next(n) if "IMPROVEMENT" in user_of(req) else 5)
+        return _words(next(n) if is_refine(req) else 5)
 
     model = ScriptedModel(responder)
     pipe = Pipeline(model, model, model, RecapConfig(max_rounds=3))
@@ -180,7 +200,7 @@ async def test_blocked_hint_never_reaches_the_target() -> None:
 
     def responder(req: GenerationRequest) -> str:
         s = system_of(req)
-        if s == prompts.VERIFIER_SYSTEM:
+        if is_judge(req):
             return "Yes"
         if s.startswith("You are analyzing"):
             return leaky
@@ -191,7 +211,7 @@ async def test_blocked_hint_never_reaches_the_target() -> None:
     ev = event()
     await run_all(Pipeline(model, model, model, cfg), [ev], methods={"recap"})
     assert ev.stop_reason == "hint_blocked" and ev.rounds == 0
-    assert not any("IMPROVEMENT GUIDANCE" in user_of(r) for r in model.requests)
+    assert not any(is_refine(r) for r in model.requests)
     assert ev.hint_leaks[0]["blocked"] and ev.hint_leaks[0]["before"]["flagged"]
     assert ev.attempts[-1]["hint"] == leaky and ev.attempts[-1]["hint_sent"] is None
 
@@ -200,15 +220,153 @@ async def test_keywords_only_verifier_makes_no_judge_calls() -> None:
     model = ScriptedModel(lambda r: HALF)
     pipe = Pipeline(model, model, None, RecapConfig(verifier="keywords", max_rounds=0))
     await run_all(pipe, [event()], methods={"dsp_jailbreak"})
-    assert not any(system_of(r) == prompts.VERIFIER_SYSTEM for r in model.requests)
+    assert not any(is_judge(r) for r in model.requests)
 
 
-async def test_extraction_calls_are_greedy_and_sized_to_the_gold() -> None:
-    model = ScriptedModel(Target([GOLD]))
-    await run_all(Pipeline(model, model, model, RecapConfig(max_new_tokens=1000)), [event()],
-                  methods={"recap"})
+# -- issue 8: the reported attempt, the refinement conversation, attempt sizes -------------
+WORDS40 = " ".join(f"w{i}" for i in range(40))
+
+
+def counted_event() -> EventState:
+    """A 40-word gold passage, no first sentence given away: recall = words reproduced/40."""
+    return state_of("b/ch000/ev000", {
+        "work_title": "W", "chapter_title": "C", "characters": [], "summary": ["s"],
+        "first_sentence": "", "text": WORDS40})
+
+
+def scripted_rounds(first: str, rounds: list[str], hints: list[str] | None = None,
+                    ) -> ScriptedModel:
+    todo, notes = list(rounds), list(hints or [f"hint {i}" for i in range(1, 9)])
+
+    def responder(req: GenerationRequest) -> str:
+        if is_judge(req):
+            return "Yes"
+        if system_of(req).startswith("You are analyzing"):
+            return notes.pop(0)
+        return todo.pop(0) if is_refine(req) else first
+
+    return ScriptedModel(responder)
+
+
+def _w(a: int, b: int) -> str:
+    return " ".join(f"w{i}" for i in range(a, b))
+
+
+async def test_reported_attempt_is_the_best_kept_one_not_the_last() -> None:
+    """Rounds scoring 0.25 -> 0.75 -> 0.025: the export reports 0.75 (refined_1); the
+    0.025 attempt stays in the run record and attempts.jsonl, not in the EchoTrace file."""
+    from recitation.corpus.echotrace import candidate_text
+    from recitation.corpus.model import Book, Chapter, Event
+    from recitation.evaluate import EvaluateConfig, evaluate_book
+    from recitation.extract.report import build_book
+
+    model = scripted_rounds(_w(0, 10), [_w(0, 30), "w39"])
+    ev = counted_event()
+    await run_all(Pipeline(model, model, model, RecapConfig()), [ev], methods={"recap"})
+    assert ev.loop_scores == pytest.approx([0.25, 0.75, 0.025])
+    assert ev.stop_reason == "no_improvement" and ev.rounds == 2 and ev.reported_round == 1
+    agent = ev.completions["Agent_Extraction"]
+    assert sorted(k for k in agent if "refined" in k) == [
+        "simple_agent_extraction_refined_0", "simple_agent_extraction_refined_1"]
+    assert ev.rouge["recap"] == pytest.approx(0.75) and ev.rouge["round_2"] == 0.025
+    refines = [a for a in ev.attempts if a["stage"] == "refine"]
+    assert [a["text"] for a in refines] == [_w(0, 30), "w39"]
+
+    source = Book(id="b", title="W", chapters=[Chapter(id="ch000", title="C", events=[
+        Event(id="b/ch000/ev000", title="t", text=WORDS40)])])
+    book = build_book(source, [("b/ch000/ev000", {"kind": "event", **ev.to_record()})])
+    exported = book.chapters[0].events[0]
+    assert candidate_text(exported, "simple_agent_extraction_refined_best") == _w(0, 30)
+    scores = evaluate_book(book, EvaluateConfig(mode="recap-compat"))["rouge_scores"]
+    assert scores["simple_agent_extraction_refined_best"] == pytest.approx(0.75)
+
+
+async def test_round_two_continues_the_conversation() -> None:
+    model = scripted_rounds(_w(0, 10), [_w(0, 20), _w(0, 30), _w(0, 30)], ["h1", "h2", "h3"])
+    ev = counted_event()
+    await run_all(Pipeline(model, model, model, RecapConfig()), [ev], methods={"recap"})
+    dsp = next(r for r in model.requests if system_of(r).startswith("We are evaluating"))
+    refines = [r for r in model.requests if is_refine(r)]
+    assert len(refines) == 3
+    msgs = [(m.role, m.content) for m in refines[1].messages or ()]
+    assert msgs == [(m.role, m.content) for m in dsp.messages or ()] + [
+        ("assistant", _w(0, 10)), ("user", REFINE_TURN.format(hints="h1")),
+        ("assistant", _w(0, 20)), ("user", REFINE_TURN.format(hints="h2"))]
+    # the helper is shown the last attempt
+    helper = [r for r in model.requests if system_of(r).startswith("You are analyzing")]
+    assert user_of(helper[1]).rsplit("COMPLETION:", 1)[1].strip() == _w(0, 20)
+
+
+async def test_restate_option_sends_system_and_one_user_turn() -> None:
+    model = scripted_rounds(_w(0, 10), [_w(0, 20), _w(0, 20)], ["h1", "h2"])
+    cfg = RecapConfig(refine_conversation="restate")
+    await run_all(Pipeline(model, model, model, cfg), [counted_event()], methods={"recap"})
+    second = [r for r in model.requests if is_refine(r)][1]
+    roles = [m.role for m in second.messages or ()]
+    assert roles == ["system", "user"] and _w(0, 20) in user_of(second) and "h2" in user_of(
+        second)
+
+
+async def test_attempts_get_the_released_allowance_and_hints_are_not_cut() -> None:
+    model = scripted_rounds(_w(0, 10), [_w(0, 20), _w(0, 20)])
+    ev = counted_event()
+    await run_all(Pipeline(model, model, model, RecapConfig()), [ev], methods={"recap"})
+    target = [r for r in model.requests
+              if not is_judge(r) and not system_of(r).startswith("You are analyzing")]
+    assert target and {r.max_tokens for r in target} == {40 + 1000}
     assert all(r.temperature == 0 for r in model.requests)
-    n_gold = len(event().gold_scored.split())
-    sizes = {r.max_tokens for r in model.requests if not re.match(
-        r"You are (a helpful red|analyzing)", system_of(r))}
-    assert sizes and all(s < 1000 and s >= n_gold for s in sizes)
+    helper = [r for r in model.requests if system_of(r).startswith("You are analyzing")]
+    assert {r.max_tokens for r in helper} == {4096}
+
+
+@pytest.mark.parametrize("cfg,refine,expected", [
+    (RecapConfig(), False, 1040),
+    (RecapConfig(max_new_tokens=128), False, 128),  # a named cap (e.g. quick CPU runs)
+    (RecapConfig(max_new_tokens=512, length_factor=1.5), False, int((56 + 8) * 1.5)),
+])
+def test_attempt_allowance(cfg: RecapConfig, refine: bool, expected: int) -> None:
+    assert attempt_allowance(WORDS40, cfg, refine=refine) == expected
+
+
+def test_refinement_allowance_counts_words_as_released() -> None:
+    gold = "one  two\nthree"  # released refinements count gold.split(" ")
+    assert attempt_allowance(gold, RecapConfig(), refine=False) == 3 + 1000
+    assert attempt_allowance(gold, RecapConfig(), refine=True) == 3 + 1000
+    assert attempt_allowance("a  b", RecapConfig(), refine=True) == 3 + 1000
+
+
+async def test_loop_scores_against_the_full_gold_by_default() -> None:
+    model = scripted_rounds(HALF, [HALF])
+    ev = event()
+    await run_all(Pipeline(model, model, model, RecapConfig()), [ev], methods={"recap"})
+    assert ev.loop_scores[0] == rouge_recall(ev.gold, HALF)
+    assert ev.rouge["round_0"] == rouge_recall(ev.gold_scored, HALF)
+    ev2, model = event(), scripted_rounds(HALF, [HALF])
+    cfg = RecapConfig(loop_gold="scored")
+    await run_all(Pipeline(model, model, model, cfg), [ev2], methods={"recap"})
+    assert ev2.loop_scores[0] == rouge_recall(ev2.gold_scored, HALF) != ev.loop_scores[0]
+
+
+def test_longest_common_span_equals_the_dynamic_programme() -> None:
+    """The leak guard's span (difflib, fast enough to replay 4,782 released events) is the
+    exact longest common word run."""
+    import random
+
+    from recitation.extract.leak import longest_common_span
+
+    def dp(a: list[str], b: list[str]) -> int:
+        best, prev = 0, [0] * (len(b) + 1)
+        for x in a:
+            cur = [0] * (len(b) + 1)
+            for j, y in enumerate(b, 1):
+                if x == y:
+                    cur[j] = prev[j - 1] + 1
+                    best = max(best, cur[j])
+            prev = cur
+        return best
+
+    rng = random.Random(0)
+    for _ in range(300):
+        a = [rng.choice("abcd") for _ in range(rng.randint(0, 40))]
+        b = [rng.choice("abcd") for _ in range(rng.randint(0, 40))]
+        assert longest_common_span(a, b) == dp(a, b)

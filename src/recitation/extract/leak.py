@@ -20,6 +20,7 @@ be excluded with ``allowed``.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -40,20 +41,12 @@ def ngrams(words: Sequence[str], n: int) -> set[tuple[str, ...]]:
 
 
 def longest_common_span(a: Sequence[str], b: Sequence[str]) -> int:
-    """Length of the longest common contiguous word run (O(len(a) * len(b)) DP, one row)."""
+    """Length of the longest common contiguous word run (difflib's longest matching block
+    with no junk heuristic: the exact longest common substring, visiting only equal pairs)."""
     if not a or not b:
         return 0
-    best = 0
-    prev = [0] * (len(b) + 1)
-    for x in a:
-        cur = [0] * (len(b) + 1)
-        for j, y in enumerate(b, 1):
-            if x == y:
-                cur[j] = prev[j - 1] + 1
-                if cur[j] > best:
-                    best = cur[j]
-        prev = cur
-    return best
+    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    return sm.find_longest_match(0, len(a), 0, len(b)).size
 
 
 class LeakConfig(BaseModel):

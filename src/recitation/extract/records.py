@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recitation.extract.prompts import EventMeta
-from recitation.models.base import Generation, GenerationRequest, Model, TokenScores
+from recitation.models.base import Generation, GenerationRequest, Message, Model, TokenScores
 
 STAGES = ("summary", "prefix", "dsp", "verify", "jailbreak", "feedback", "refine")
 
 METHOD_STAGES: dict[str, tuple[str, ...]] = {
-    "prefix": ("prefix",),
+    "prefix": ("prefix", "prefix_verify"),
     "dsp": ("summary", "dsp"),
     "dsp_jailbreak": ("summary", "dsp", "verify", "jailbreak"),
     "recap": ("summary", "dsp", "verify", "jailbreak", "feedback", "refine"),
@@ -114,10 +114,15 @@ class EventState:
     completions: dict[str, Any] = field(default_factory=dict)  # EchoTrace LLM_completions
     rouge: dict[str, float] = field(default_factory=dict)
     refusals: dict[str, bool] = field(default_factory=dict)
-    current_system: str = ""
-    current_text: str = ""
+    current_text: str = ""  # the last attempt (the accepted one, then each round's)
+    # the system and user turns that produced the accepted text (DSP or the jailbreak), and
+    # the feedback conversation continued from them (only while the loop runs; not stored)
+    opening: tuple[Message, ...] = ()
+    conversation: list[Message] = field(default_factory=list)
     accepted: bool = False
-    rounds: int = 0
+    rounds: int = 0  # feedback rounds run (kept or not)
+    reported_round: int = 0  # the last kept refinement (what refined_best reports)
+    loop_scores: list[float] = field(default_factory=list)  # the loop's ROUGE-L per round
     stop_reason: str = ""
     filter: dict[str, Any] | None = None
     summary_leak: dict[str, Any] | None = None
@@ -133,6 +138,7 @@ class EventState:
             "event_id": self.id, "chapter_title": self.meta.chapter_title,
             "llm_completions": self.completions, "attempts": self.attempts,
             "rouge_l": self.rouge, "refusals": self.refusals, "rounds": self.rounds,
+            "reported_round": self.reported_round, "loop_scores": self.loop_scores,
             "stop_reason": self.stop_reason, "filter": self.filter,
             "leak": {"summary": self.summary_leak, "hints": self.hint_leaks},
             "cost": self.ledger.to_dict(),

@@ -4,7 +4,10 @@ The file has the layout of the RECAP release (``LLM_completions`` -> ``prefix-pr
 ``Agent_Extraction`` -> ``simple_agent_extraction``, ``simple_agent_jailbreak``,
 ``simple_agent_extraction_refined_<i>`` with ``text`` and ``refinement_prompt``), so
 ``recitation evaluate`` scores it; ROUGE-L figures here come from the same code
-(:func:`recitation.evaluate.evaluate_book`). Only the events that were extracted are written.
+(:func:`recitation.evaluate.evaluate_book`). Only the events that were extracted are written,
+and, as released, only the *kept* refinements (each beat the previous one by more than
+``min_gain``), so the last one, which ``refined_best`` reports, is the best; the rounds that
+were run but not kept are in the run store and the ``.attempts.jsonl`` file.
 Per-event details (stop reason, ROUGE-L per round, filter score, leak stats, cost per stage)
 go under the event's ``recitation`` key, which the EchoTrace loader keeps and scoring ignores;
 every attempt with its full prompt goes to a ``.attempts.jsonl`` file beside it.
@@ -60,8 +63,9 @@ def filtered_completions(rec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _details(rec: dict[str, Any]) -> dict[str, Any]:
-    return {k: rec[k] for k in ("rouge_l", "refusals", "rounds", "stop_reason", "filter",
-                                "leak", "cost") if k in rec}
+    return {k: rec[k] for k in ("rouge_l", "refusals", "rounds", "reported_round",
+                                "loop_scores", "stop_reason", "filter", "leak", "cost")
+            if k in rec}
 
 
 def build_book(source: Book | None, records: list[tuple[str, dict[str, Any]]], *,
