@@ -4,6 +4,9 @@ attempt stored, costs booked per stage."""
 
 from __future__ import annotations
 
+import argparse
+from pathlib import Path
+
 import pytest
 
 from recitation.corpus.echotrace import BLOCKED
@@ -370,3 +373,42 @@ def test_longest_common_span_equals_the_dynamic_programme() -> None:
         a = [rng.choice("abcd") for _ in range(rng.randint(0, 40))]
         b = [rng.choice("abcd") for _ in range(rng.randint(0, 40))]
         assert longest_common_span(a, b) == dp(a, b)
+
+
+def _extract_args(*extra: str) -> argparse.Namespace:
+    from recitation.extract.cli import add_extract_parser
+
+    parser = argparse.ArgumentParser(prog="recitation")
+    add_extract_parser(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["extract", *extra])
+
+
+def test_cli_defaults_to_the_released_allowance_and_uncut_hints(tmp_path: Path) -> None:
+    from recitation.extract.cli import build_params, request_timeout_for
+    from recitation.extract.job import ExtractParams
+
+    book = tmp_path / "b.txt"
+    book.write_text("word " * 300, encoding="utf-8")
+    args = _extract_args("--book", str(book), "--target", "scripted:x")
+    params = ExtractParams.model_validate(build_params(args))
+    assert params.recap.max_new_tokens is None and params.recap.length_factor is None
+    assert params.recap.feedback_max_tokens == 4096
+    # a plain-text book is segmented: the summary agent's 16k-token limit sets the timeout
+    assert request_timeout_for(args) == 60 + 16384 / 20
+    capped = _extract_args("--book", str(book), "--target", "scripted:x",
+                           "--max-new-tokens", "128", "--feedback-max-tokens", "400",
+                           "--timeout", "30")
+    params = ExtractParams.model_validate(build_params(capped))
+    assert params.recap.max_new_tokens == 128 and params.recap.feedback_max_tokens == 400
+    assert request_timeout_for(capped) == 30
+
+
+def test_cli_timeout_scales_with_the_longest_event(shared_data: Path) -> None:
+    from recitation.corpus.echotrace import load_echotrace
+    from recitation.extract.cli import request_timeout_for
+
+    folder = shared_data / "echotrace/books/A_Christmas_Carol_-_Charles_Dickens"
+    book = next(folder.glob("*_summary_*.json"))
+    longest = max(len(e.text.split()) for e in load_echotrace(book).events())
+    args = _extract_args("--book", str(book), "--target", "scripted:x")
+    assert request_timeout_for(args) == 60 + max(longest + 1000, 4096) / 20

@@ -63,8 +63,10 @@ def build_params(args: argparse.Namespace) -> dict[str, Any]:
         params["helper"] = parse_model_spec(args.helper, args.helper_key_env)
     if args.judge:
         params["judge"] = parse_model_spec(args.judge, args.helper_key_env)
-    recap: dict[str, Any] = {"max_new_tokens": args.max_new_tokens, "max_rounds": args.rounds,
-                             "feedback_max_tokens": args.feedback_max_tokens}
+    recap: dict[str, Any] = {"max_rounds": args.rounds}
+    for name in ("max_new_tokens", "feedback_max_tokens"):  # unset: the released allowance
+        if getattr(args, name, None) is not None:
+            recap[name] = getattr(args, name)
     if args.block_leaks:
         recap["leak"] = {"block": True}
     if args.domain:
@@ -98,19 +100,44 @@ def cmd_extract(args: argparse.Namespace) -> int:
     if not args.book or not args.target:
         raise ConfigError("recitation extract needs --book and --target (or --export RUN)")
     _check_models_and_methods(args)
+    timeout, params = request_timeout_for(args), build_params(args)
+    for role in ("helper", "judge"):
+        if role in params:
+            params[role]["timeout"] = timeout
     cfg = parse_config({
         "job": "extract", "name": "extract", "seed": 0,
         "model": parse_model_spec(args.target, args.target_key_env)
         | {k: v for k, v in (("concurrency", args.concurrency),
-                             ("batch_size", args.batch_size)) if v},
+                             ("batch_size", args.batch_size)) if v} | {"timeout": timeout},
         "budget": {"max_tokens": args.budget_tokens}, "cache": not args.no_cache,
-        "params": build_params(args)}, source="recitation extract")
+        "params": params}, source="recitation extract")
     run_dir = create_run(cfg, args.runs_dir)
     console.print(f"run directory: {run_dir}  (resume: recitation resume {run_dir})")
     code = _execute(run_dir)
     for p in export_run(run_dir, args.out):
         console.print(f"wrote {p}")
     return code
+
+
+def request_timeout_for(args: argparse.Namespace) -> float:
+    """Seconds each model call may take: ``--timeout``, else scaled
+    (:func:`~recitation.extract.agents.request_timeout`) with the longest reply the run may
+    ask for: the longest event's attempt allowance, the feedback hint limit and, when
+    chapters are segmented, the summary agent's limit."""
+    if getattr(args, "timeout", None):
+        return float(args.timeout)
+    from recitation.extract.agents import RecapConfig, attempt_allowance, request_timeout
+    from recitation.extract.job import load_book
+    from recitation.extract.summary import SummaryConfig
+
+    recap = RecapConfig(**build_params(args)["recap"])
+    book = load_book(str(args.book))
+    tokens = [recap.feedback_max_tokens] + [attempt_allowance(e.text, recap)
+                                            for ch in book.chapters for e in ch.events]
+    if args.segment or any(not ch.events for ch in book.chapters):
+        tokens += [attempt_allowance(ch.full_text, recap) for ch in book.chapters]
+        tokens.append(getattr(args, "summary_max_tokens", None) or SummaryConfig().max_tokens)
+    return request_timeout(max(tokens))
 
 
 def _check_models_and_methods(args: argparse.Namespace) -> None:
@@ -181,8 +208,12 @@ def add_extract_parser(subparsers: Any) -> None:
     p.add_argument("--max-event-words", type=int, help="skip events longer than this")
     p.add_argument("--segment", action="store_true", help="re-segment with the summary agent")
     p.add_argument("--domain", choices=("book", "paper"))
-    p.add_argument("--max-new-tokens", type=int, default=512)
-    p.add_argument("--feedback-max-tokens", type=int, default=400)
+    p.add_argument("--max-new-tokens", type=int, help="cap on tokens per attempt (default: "
+                   "none; the released allowance, gold words + 1000, applies)")
+    p.add_argument("--feedback-max-tokens", type=int,
+                   help="feedback hint limit (default 4096; released: no limit)")
+    p.add_argument("--timeout", type=float, help="seconds per model call (default: 60 + "
+                   "1 per 20 tokens of the longest reply the run may ask for)")
     p.add_argument("--rounds", type=int, default=5, help="feedback rounds (max)")
     p.add_argument("--filter-budget", type=float, default=180.0,
                    help="seconds to train the parrot model (cached per book)")
