@@ -64,7 +64,12 @@ def add_detect_parser(sub: Any) -> None:
     p.add_argument("--reference-backend", default="local",
                    choices=["local", "openai", "anthropic"])
     p.add_argument("--reference-prefix", default="", help='e.g. "<bos>" for Gemma')
-    p.add_argument("--target-fpr", type=float, default=0.05)
+    p.add_argument("--target-fpr", type=float, default=0.05,
+                   help="verdicts flag a new non-member with probability <= this (conformal "
+                   "threshold over n + 1 controls; needs >= 1/FPR - 1 controls)")
+    p.add_argument("--calibration", default="conformal", choices=["conformal", "empirical"],
+                   help="threshold rule: conformal (default, out-of-sample FPR bound) or "
+                   "empirical (former: FPR on the controls themselves; understates the FPR)")
     p.add_argument("--unlabelled", action="store_true",
                    help="audited samples are not known members: no AUC / TPR")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples")
@@ -91,7 +96,8 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
         "bitflip_scale": args.bitflip_scale, "bitflip_tokenizer": args.bitflip_tokenizer,
         "sensitivity": args.sensitivity, "ncd": args.ncd, "passage_words": args.passage_words,
         "max_new_tokens": args.max_new_tokens,
-        "target_fpr": args.target_fpr, "labelled": not args.unlabelled,
+        "target_fpr": args.target_fpr, "calibration": args.calibration,
+        "labelled": not args.unlabelled,
         "n_bootstrap": args.bootstrap, "reference_prefix": args.reference_prefix,
     }
     if args.reference_model:

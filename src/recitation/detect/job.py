@@ -74,6 +74,8 @@ class DetectParams(BaseModel):
     reference_model: ModelConfig | None = None
     reference_prefix: str = ""  # e.g. "<bos>" for reference models that need a BOS token
     target_fpr: float = Field(0.05, gt=0, lt=1)
+    # conformal: out-of-sample FPR <= target (default); empirical: the former in-sample one
+    calibration: Literal["conformal", "empirical"] = "conformal"
     labelled: bool = True  # the audited samples are known members: report AUC / TPR
     n_bootstrap: int = Field(1000, ge=0)
 

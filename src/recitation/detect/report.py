@@ -68,9 +68,8 @@ def _detector_report(name: str, d: dict[str, Any], texts: dict[str, str],
 
 
 def calibration_method(params: DetectParams) -> CalibrationMethod:
-    """``params.calibration`` when the job has that field, else the conformal default."""
-    method: CalibrationMethod = getattr(params, "calibration", "conformal")
-    return method
+    """The threshold rule (``--calibration``; conformal by default)."""
+    return params.calibration
 
 
 def build_report(records: list[dict[str, Any]], params: DetectParams,
@@ -101,18 +100,18 @@ def _fmt_ci(x: Any) -> str:
 
 
 def _fmt_tpr(lab: dict[str, Any], pct: int, ci: bool) -> str:
-    tpr = lab.get(f"tpr_at_{pct}pct_fpr")
+    """TPR at the conformal threshold ("n/a" when that FPR is not reachable)."""
     if not lab:
         return "-"
+    tpr = lab.get(f"tpr_at_{pct}pct_fpr")
     if tpr is None:
-        return "n/a (FPR not reachable)"
-    out = f"{tpr:.2f} (FPR<={lab[f'fpr_bound_{pct}pct']:.3f})"
-    return f"{out} {_fmt_ci(lab.get(f'tpr_at_{pct}pct_fpr_ci'))}" if ci else out
+        return "n/a"
+    return f"{tpr:.2f} {_fmt_ci(lab.get(f'tpr_at_{pct}pct_fpr_ci'))}" if ci else f"{tpr:.2f}"
 
 
 def _fmt_cal(cal: dict[str, Any]) -> str:
     if not cal.get("reachable"):
-        return "not reachable"
+        return "n/a"
     return f"<={cal['fpr_bound']:.3f} {_fmt_ci(cal.get('fpr_ci'))}"
 
 
@@ -134,7 +133,14 @@ def _calibration_lines(report: dict[str, Any]) -> list[str]:
     labs = [r.get("labelled", {}) for r in report["detectors"].values()]
     lab_notes = sorted({x[k] for x in labs for k in ("tpr_at_1pct_fpr_note",
                                                       "tpr_at_5pct_fpr_note") if x.get(k)})
-    lines += [f"TPR columns: {m.replace('; no sample is flagged', '')}" for m in lab_notes]
+    bounds = sorted({f"{p}% -> FPR <= {x[f'fpr_bound_{p}pct']:.3f}" for x in labs
+                     for p in (1, 5) if x.get(f"fpr_bound_{p}pct") is not None})
+    if labs and any(labs):
+        lines.append("TPR@X%FPR: share of audited samples above the conformal X% threshold "
+                     f"({', '.join(bounds) or 'none reachable'} out of sample); the ROC-curve "
+                     "values on these same controls are in the report as *_in_sample")
+    lines += [f"TPR@1%/5%FPR n/a: {m.replace('; no sample is flagged', '')}"
+              for m in lab_notes]
     return lines
 
 
