@@ -25,6 +25,9 @@ without any memorization signal. So the controls here are:
 * ``FRESH_CODE`` — 12 Python problems in HumanEval's format (signature, docstring with
   examples, canonical solution), written for recitation in 2026; the controls for HumanEval.
 
+Longer versions for PEARL-length samples (>= 250 words: ``kjv:famous-long`` against
+``builtin:kjv-devotional-long``) are in :mod:`recitation.detect.controls_long`.
+
 Both sets are released under the project's license. They are only unseen for models
 trained before they were published; for models trained later, write new ones.
 """
