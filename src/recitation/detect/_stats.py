@@ -40,10 +40,6 @@ def tpr_at_fpr(labels: Sequence[int], scores: Sequence[float], fpr: float) -> fl
     return float(_m().tpr_at_fpr(list(labels), list(scores), fpr))
 
 
-def threshold_at_fpr(negatives: Sequence[float], fpr: float) -> float:
-    return float(_m().threshold_at_fpr(list(negatives), fpr))
-
-
 def _stratified_bootstrap(labels: Sequence[int], scores: Sequence[float],
                           stat: Callable[[list[int], list[float]], float], n_boot: int,
                           seed: int) -> tuple[float | None, float | None]:
@@ -65,13 +61,6 @@ def bootstrap_auc_ci(labels: Sequence[int], scores: Sequence[float], *, n_boot: 
                      seed: int = 0) -> tuple[float | None, float | None]:
     """95% percentile interval of the ROC AUC (stratified bootstrap)."""
     return _stratified_bootstrap(labels, scores, roc_auc, n_boot, seed)
-
-
-def bootstrap_tpr_ci(labels: Sequence[int], scores: Sequence[float], fpr: float, *,
-                     n_boot: int = 1000, seed: int = 0) -> tuple[float | None, float | None]:
-    """95% percentile interval of TPR at ``fpr`` (stratified bootstrap)."""
-    return _stratified_bootstrap(labels, scores, lambda y, s: tpr_at_fpr(y, s, fpr),
-                                 n_boot, seed)
 
 
 def bootstrap_stat_ci(labels: Sequence[int], scores: Sequence[float],
