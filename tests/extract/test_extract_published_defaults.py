@@ -188,3 +188,34 @@ def test_opt_in_variants_and_continue_prompt_remain() -> None:
     first = target.requests[0].messages or ()
     assert first[-1].content.startswith("Continue this text exactly")
     assert ev.completions["prefix-probing"] == REFUSALS[0]  # not judged
+
+
+def test_feedback_prompt_is_the_released_one() -> None:
+    """The feedback agent's system prompt and user turn are byte-identical to the released
+    ``Code/feedback_agent.py`` (read from the authors' code as quoted in the test below)."""
+    from recitation.extract.prompts import feedback_messages
+
+    system, user = feedback_messages("GOLD TEXT", "ATTEMPT", "book")
+    assert system.startswith("You are analyzing how well an LLM can memorize and reproduce "
+                             "literary passages.\nYou will receive:\n- ORIGINAL: The verbatim "
+                             "excerpt from the book.\n")
+    assert "8. Organize your analysis by following the **chronological order**" in system
+    assert system.endswith("without revealing correct details, and following the order of "
+                           "the passage.")
+    assert user == "ORIGINAL: GOLD TEXT\n\nCOMPLETION: ATTEMPT"
+    paper_system, _ = feedback_messages("x", "y", "paper")
+    assert "reproduce passages of research papers" in paper_system
+    assert "excerpt from the paper" in paper_system
+
+
+def test_feedback_prompt_equals_the_released_source() -> None:
+    import ast
+
+    tree = ast.parse(_released("Code/feedback_agent.py"))
+    released = next(ast.literal_eval(node.value) for node in ast.walk(tree)
+                    if isinstance(node, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id == "system_prompt_guidance"
+                            for t in node.targets))
+    from recitation.extract.prompts import feedback_messages
+
+    assert feedback_messages("o", "c", "book")[0] == released
