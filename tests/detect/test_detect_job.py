@@ -102,7 +102,8 @@ def test_reference_model_shares_the_run_store_and_budget(params: dict[str, objec
 def test_params_are_validated() -> None:
     with pytest.raises(ConfigError, match="perturbation"):
         make_job("detect", {"perturbations": ["bitflop"]}, seed=0)
-    assert DetectParams().members == ["kjv:famous"]
+    assert DetectParams().members == ["kjv:famous-long"]
+    assert DetectParams().controls == ["builtin:kjv-devotional-long"]  # PEARL-length (>= 250 words)
 
 
 def test_runs_are_stored_and_cached(params: dict[str, object], tmp_path: Path) -> None:

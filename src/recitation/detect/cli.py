@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 EXAMPLES = """examples:
-  recitation detect --members kjv:famous --controls builtin:kjv-devotional --outputs 5
+  recitation detect --members kjv:famous-long --controls builtin:kjv-devotional-long --outputs 5
   recitation detect --members humaneval:0-19 --controls builtin:fresh-code --detectors pearl
   recitation detect --model gpt-4o-mini --backend openai --members my.jsonl \\
       --controls fresh.jsonl --detectors pearl --estimate-only
@@ -26,10 +26,10 @@ def add_detect_parser(sub: Any) -> None:
     p.add_argument("--members", action="append", default=None, metavar="SRC",
                    help="audited samples: PATH.jsonl | PATH.txt | book:PATH | kjv:famous | "
                    "kjv:REF;REF | humaneval[:A-B] | builtin:NAME (repeatable; "
-                   "default kjv:famous)")
+                   "default kjv:famous-long: PEARL-length samples)")
     p.add_argument("--controls", action="append", default=None, metavar="SRC",
                    help="text the model cannot have seen, same sources "
-                   "(default builtin:kjv-devotional)")
+                   "(default builtin:kjv-devotional-long)")
     p.add_argument("--limit", type=int, default=None, help="samples per source")
     p.add_argument("--detectors", nargs="+", default=["pearl", "whitebox"],
                    choices=["pearl", "whitebox"])
@@ -87,8 +87,8 @@ def add_detect_parser(sub: Any) -> None:
 
 def _params(args: argparse.Namespace) -> dict[str, Any]:
     params: dict[str, Any] = {
-        "members": args.members or ["kjv:famous"],
-        "controls": args.controls or ["builtin:kjv-devotional"],
+        "members": args.members or ["kjv:famous-long"],
+        "controls": args.controls or ["builtin:kjv-devotional-long"],
         "limit": args.limit, "detectors": args.detectors,
         "perturbations": args.perturbations, "task": args.task, "mode": args.mode,
         "outputs": args.outputs, "max_intensity": args.max_intensity,

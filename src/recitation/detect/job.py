@@ -53,8 +53,8 @@ BitflipTokenizer = Literal["auto", "o200k", "target"]
 
 class DetectParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    members: list[str] = Field(default_factory=lambda: ["kjv:famous"])
-    controls: list[str] = Field(default_factory=lambda: ["builtin:kjv-devotional"])
+    members: list[str] = Field(default_factory=lambda: ["kjv:famous-long"])
+    controls: list[str] = Field(default_factory=lambda: ["builtin:kjv-devotional-long"])
     limit: int | None = Field(None, ge=1)  # samples per source
     passage_words: int = Field(250, ge=8)  # book sources; PEARL samples >= 250 words
     detectors: list[DetectorFamily] = Field(default_factory=lambda: list(DETECTORS))
