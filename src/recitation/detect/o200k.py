@@ -5,8 +5,10 @@ downloads that encoding at run time; this machine (and many audit machines) has 
 Two offline sources, tried in order:
 
 1. ``tiktoken`` with a local copy of ``o200k_base.tiktoken`` in one of tiktoken's cache
-   directories (``$TIKTOKEN_CACHE_DIR``, ``$DATA_GYM_CACHE_DIR``, ``<tmp>/data-gym-cache``)
-   or the copy bundled with the ``litellm`` package, under tiktoken's cache name (the SHA-1
+   directories (``$TIKTOKEN_CACHE_DIR``, ``$DATA_GYM_CACHE_DIR``, ``<tmp>/data-gym-cache``),
+   ``<venv>/share/recitation/tiktoken`` (``scripts/setup.sh`` with the ``detect`` extra puts
+   the official file there, taken from the ``litellm`` wheel on PyPI) or the copy bundled
+   with the ``litellm`` package, under tiktoken's cache name (the SHA-1
    of the download URL). The file's SHA-256 is checked before tiktoken sees it.
 2. ``rs-bpe`` (PyPI, in the ``detect`` extra), whose wheel embeds the same vocabulary: its
    199,998 ranks are byte-identical to the official file, and its encoder gives tiktoken's
@@ -21,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import sys
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -54,7 +57,9 @@ class O200k:
 
 def _cache_dirs() -> list[Path]:
     dirs = [os.environ.get("TIKTOKEN_CACHE_DIR"), os.environ.get("DATA_GYM_CACHE_DIR"),
-            os.path.join(tempfile.gettempdir(), "data-gym-cache")]
+            os.path.join(tempfile.gettempdir(), "data-gym-cache"),
+            # where scripts/setup.sh puts the official file (detect extra)
+            os.path.join(sys.prefix, "share", "recitation", "tiktoken")]
     spec = importlib.util.find_spec("litellm")
     if spec is not None and spec.submodule_search_locations:
         root = Path(list(spec.submodule_search_locations)[0])
