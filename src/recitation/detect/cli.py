@@ -33,6 +33,34 @@ def add_detect_parser(sub: Any) -> None:
     p.add_argument("--limit", type=int, default=None, help="samples per source")
     p.add_argument("--detectors", nargs="+", default=["pearl", "whitebox"],
                    choices=["pearl", "whitebox"])
+    _add_pearl_options(p)
+    p.add_argument("--reference-model", default=None, help="second model for 'reference'")
+    p.add_argument("--reference-backend", default="local",
+                   choices=["local", "openai", "anthropic"])
+    p.add_argument("--reference-prefix", default="", help='e.g. "<bos>" for Gemma')
+    p.add_argument("--target-fpr", type=float, default=0.05,
+                   help="verdicts flag a new non-member with probability <= this (conformal "
+                   "threshold over n + 1 controls; needs >= 1/FPR - 1 controls)")
+    p.add_argument("--calibration", default="conformal", choices=["conformal", "empirical"],
+                   help="threshold rule: conformal (default, out-of-sample FPR bound) or "
+                   "empirical (former: FPR on the controls themselves; understates the FPR)")
+    p.add_argument("--unlabelled", action="store_true",
+                   help="audited samples are not known members: no AUC / TPR")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples")
+    p.add_argument("--budget-tokens", type=int, default=None)
+    p.add_argument("--budget-dollars", type=float, default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--concurrency", type=int, default=1)
+    p.add_argument("--no-cache", action="store_true")
+    p.add_argument("--estimate-only", action="store_true",
+                   help="print the calls and cost the run would need, and stop")
+    p.add_argument("--runs-dir", type=Path, default=None)
+    p.set_defaults(func=cmd_detect)
+
+
+def _add_pearl_options(p: argparse.ArgumentParser) -> None:
+    """PEARL options: perturbations, outputs, decoding and the published-vs-ours variants."""
     p.add_argument("--perturbations", nargs="+", default=["bitflip", "synonym"])
     p.add_argument("--task", default="auto", choices=["auto", "completion", "summarization"])
     p.add_argument("--mode", default="completion", choices=["completion", "chat"])
@@ -60,29 +88,6 @@ def add_detect_parser(sub: Any) -> None:
     p.add_argument("--max-new-tokens", type=int, default=None,
                    help="per generation (default: from the reference's length)")
     p.add_argument("--gfd-tau", type=float, default=0.2)
-    p.add_argument("--reference-model", default=None, help="second model for 'reference'")
-    p.add_argument("--reference-backend", default="local",
-                   choices=["local", "openai", "anthropic"])
-    p.add_argument("--reference-prefix", default="", help='e.g. "<bos>" for Gemma')
-    p.add_argument("--target-fpr", type=float, default=0.05,
-                   help="verdicts flag a new non-member with probability <= this (conformal "
-                   "threshold over n + 1 controls; needs >= 1/FPR - 1 controls)")
-    p.add_argument("--calibration", default="conformal", choices=["conformal", "empirical"],
-                   help="threshold rule: conformal (default, out-of-sample FPR bound) or "
-                   "empirical (former: FPR on the controls themselves; understates the FPR)")
-    p.add_argument("--unlabelled", action="store_true",
-                   help="audited samples are not known members: no AUC / TPR")
-    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples")
-    p.add_argument("--budget-tokens", type=int, default=None)
-    p.add_argument("--budget-dollars", type=float, default=None)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--concurrency", type=int, default=1)
-    p.add_argument("--no-cache", action="store_true")
-    p.add_argument("--estimate-only", action="store_true",
-                   help="print the calls and cost the run would need, and stop")
-    p.add_argument("--runs-dir", type=Path, default=None)
-    p.set_defaults(func=cmd_detect)
 
 
 def _params(args: argparse.Namespace) -> dict[str, Any]:
