@@ -7,7 +7,6 @@ Exit codes: 0 done, 1 error (message on stderr), 2 usage, 3 budget exhausted,
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
 import sys
@@ -15,59 +14,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table as RichTable
 
 from recitation import __version__
 from recitation.errors import RecitationError
-from recitation.runs.jobs import Table
-
-console = Console(width=max(Console().width, 140))
-err_console = Console(stderr=True)
-
-EXIT = {"completed": 0, "budget_exhausted": 3, "incomplete": 4}
-
-
-def _print_table(table: Table) -> None:
-    t = RichTable(title=table.title, show_lines=False)
-    for c in table.columns:
-        t.add_column(c, no_wrap=True)
-    for row in table.rows:
-        t.add_row(*[str(x) for x in row])
-    console.print(t)
-    for line in table.headline:
-        console.print(f"  {line}")
-
-
-def _execute(run_dir: Path, *, use_cache: bool | None = None) -> int:
-    from recitation.runs.runner import execute, summarize_run
-
-    with Progress("[progress.description]{task.description}", BarColumn(),
-                  MofNCompleteColumn(), TimeElapsedColumn(), console=err_console,
-                  transient=True) as bar:
-        task = bar.add_task("items", total=None)
-
-        def progress(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        outcome = asyncio.run(execute(run_dir, progress=progress, use_cache=use_cache))
-    table, _ = summarize_run(run_dir)
-    _print_table(table)
-    s = outcome.stats
-    console.print(
-        f"\nrun: {run_dir}\nstatus: {outcome.status}  items: {outcome.done_items}/"
-        f"{outcome.total_items}  model phase: {outcome.model_seconds:.2f} s  "
-        f"backend calls: {s.backend_calls}  served from run store: {s.served_from_store}  "
-        f"from cache: {s.served_from_cache}  failures: {s.failures}\n"
-        f"tokens: {s.usage.input_tokens} in / {s.usage.output_tokens} out  "
-        f"cost: ${s.cost_usd:.4f}")
-    if outcome.message:
-        err_console.print(f"[yellow]{outcome.message}[/yellow]")
-    return EXIT.get(outcome.status, 1)
+from recitation.runs.console import console, err_console, execute_and_print, print_table
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from recitation.models.config import parse_model_spec
     from recitation.runs.config import parse_config
     from recitation.runs.runner import create_run
 
@@ -78,14 +33,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
         half = max(1, args.limit // 2)
         params["passages"] = ([{"ref": r, "group": "famous"} for r in FAMOUS_KJV[:half]]
                               + [{"ref": r, "group": "obscure"} for r in OBSCURE_KJV[:half]])
-    cfg = parse_config({"job": "prefix_probe", "name": "demo",
-                        "model": {"backend": "local", "model": args.model,
-                                  "batch_size": 8, "concurrency": 1},
+    model = parse_model_spec(args.model)
+    cfg = parse_config({"job": "prefix_probe", "name": "demo", "model": model,
                         "cache": not args.no_cache, "params": params}, source="demo")
+    where = "local, CPU" if model["backend"] == "local" else model["backend"]
     console.print(f"recitation {__version__} demo: prefix probing of KJV passages on "
-                  f"'{args.model}' (local, CPU)")
+                  f"'{model['model']}' ({where})")
     run_dir = create_run(cfg, args.runs_dir)
-    return _execute(run_dir)
+    return execute_and_print(run_dir)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -97,7 +52,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         cfg = cfg.model_copy(update={"cache": False})
     run_dir = create_run(cfg, args.runs_dir)
     console.print(f"run directory: {run_dir}")
-    return _execute(run_dir)
+    return execute_and_print(run_dir)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -105,7 +60,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     run_dir = find_run(args.run, args.runs_dir)
     console.print(f"resuming {run_dir}")
-    return _execute(run_dir)
+    return execute_and_print(run_dir)
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
@@ -134,7 +89,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"meta": info, "table": table.__dict__}, indent=2, default=str))
         return 0
-    _print_table(table)
+    print_table(table)
     created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.get("created", 0)))
     console.print(f"\nrun {info.get('run_id')}  job {info.get('job')}  status "
                   f"{info.get('status')}  created {created}")
@@ -159,7 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     p = with_runs_dir(sub.add_parser("demo", help="a small real audit on the embedded model"))
-    p.add_argument("--model", default="smollm2", help="local model (default: embedded SmolLM2)")
+    p.add_argument("--model", default="smollm2", metavar="SPEC",
+                   help="model spec, backend:model[@url] (default: the embedded SmolLM2, "
+                   "local; see 'Model specs' in the README)")
     p.add_argument("--limit", type=int, default=0, help="use only N passages (half famous)")
     p.add_argument("--no-cache", action="store_true", help="do not use the response cache")
     p.set_defaults(func=cmd_demo)

@@ -10,8 +10,12 @@ from typing import Any
 EXAMPLES = """examples:
   recitation detect --members kjv:famous-long --controls builtin:kjv-devotional-long --outputs 5
   recitation detect --members humaneval:0-19 --controls builtin:fresh-code --detectors pearl
-  recitation detect --model gpt-4o-mini --backend openai --members my.jsonl \\
+  recitation detect --model openai:gpt-4o-mini --members my.jsonl \\
       --controls fresh.jsonl --detectors pearl --estimate-only
+  recitation detect --model openai:llama3@http://localhost:8000/v1 --detectors pearl
+
+model specs (--model, --reference-model): backend:model[@url]; a bare name or path is local.
+--backend/--base-url/--reference-backend still work but are deprecated aliases.
 """
 
 
@@ -19,9 +23,13 @@ def add_detect_parser(sub: Any) -> None:
     p = sub.add_parser("detect", help="membership detection: PEARL and white-box scores, "
                        "calibrated on controls", epilog=EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="smollm2", help="model spec (default: embedded SmolLM2)")
-    p.add_argument("--backend", default="local", choices=["local", "openai", "anthropic"])
-    p.add_argument("--base-url", default=None)
+    from recitation.models.config import BACKENDS
+
+    p.add_argument("--model", default="smollm2", metavar="SPEC",
+                   help="audited model, backend:model[@url] (default: embedded SmolLM2)")
+    p.add_argument("--backend", default=None, choices=BACKENDS,
+                   help="deprecated: write --model BACKEND:MODEL")
+    p.add_argument("--base-url", default=None, help="deprecated: write --model BACKEND:MODEL@URL")
     p.add_argument("--api-key-env", default=None, help="NAME of the env var holding the key")
     p.add_argument("--members", action="append", default=None, metavar="SRC",
                    help="audited samples: PATH.jsonl | PATH.txt | book:PATH | kjv:famous | "
@@ -34,9 +42,10 @@ def add_detect_parser(sub: Any) -> None:
     p.add_argument("--detectors", nargs="+", default=["pearl", "whitebox"],
                    choices=["pearl", "whitebox"])
     _add_pearl_options(p)
-    p.add_argument("--reference-model", default=None, help="second model for 'reference'")
-    p.add_argument("--reference-backend", default="local",
-                   choices=["local", "openai", "anthropic"])
+    p.add_argument("--reference-model", default=None, metavar="SPEC",
+                   help="second model for 'reference', backend:model[@url]")
+    p.add_argument("--reference-backend", default=None, choices=BACKENDS,
+                   help="deprecated: write --reference-model BACKEND:MODEL")
     p.add_argument("--reference-prefix", default="", help='e.g. "<bos>" for Gemma')
     p.add_argument("--target-fpr", type=float, default=0.05,
                    help="verdicts flag a new non-member with probability <= this (conformal "
@@ -106,17 +115,33 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
         "n_bootstrap": args.bootstrap, "reference_prefix": args.reference_prefix,
     }
     if args.reference_model:
-        params["reference_model"] = {"backend": args.reference_backend,
-                                     "model": args.reference_model}
+        params["reference_model"] = _model_spec(args.reference_model, args.reference_backend,
+                                                None, None, "--reference-model")
     return params
+
+
+def _model_spec(spec: str, backend: str | None, base_url: str | None, key_env: str | None,
+                flag: str) -> dict[str, Any]:
+    """The spec grammar, with the deprecated backend / base-url aliases (warned about)."""
+    import sys
+
+    from recitation.models.config import resolve_model_spec
+
+    cfg = resolve_model_spec(spec, backend=backend, base_url=base_url, key_env=key_env,
+                             flag=flag)
+    if backend is not None or base_url is not None:
+        form = f"{cfg['backend']}:{cfg['model']}" + (f"@{cfg['base_url']}"
+                                                     if cfg.get("base_url") else "")
+        print(f"warning: the backend / base-url options are deprecated; write {flag} {form}",
+              file=sys.stderr)
+    return cfg
 
 
 def build_config(args: argparse.Namespace) -> Any:
     from recitation.runs.config import parse_config
 
-    model: dict[str, Any] = {"backend": args.backend, "model": args.model,
-                             "base_url": args.base_url, "api_key_env": args.api_key_env,
-                             "batch_size": args.batch_size, "concurrency": args.concurrency}
+    model = _model_spec(args.model, args.backend, args.base_url, args.api_key_env, "--model")
+    model |= {"batch_size": args.batch_size, "concurrency": args.concurrency}
     return parse_config({
         "job": "detect", "name": "detect", "seed": args.seed, "model": model,
         "budget": {"max_tokens": args.budget_tokens, "max_dollars": args.budget_dollars},
@@ -150,22 +175,22 @@ def _warn_short_references(job: Any) -> None:
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
-    from recitation.cli import _execute, console
     from recitation.detect.report import estimate_calls, finalize_run
+    from recitation.runs.console import console, execute_and_print
     from recitation.runs.jobs import make_job
     from recitation.runs.runner import create_run
 
     cfg = build_config(args)
     job = make_job("detect", cfg.params, cfg.seed)
     est = estimate_calls(job, cfg)  # type: ignore[arg-type]
-    if args.backend == "local":
+    if cfg.model.backend == "local":
         cost = "$0 (local model)"
     elif est["priced"]:
         cost = f"${est['estimated_cost_usd']:.4f}"
     else:
         cost = "unknown (model not in the price table; add it under 'prices')"
     console.print(
-        f"detect on {args.backend}/{args.model}: {est['samples']} samples -> "
+        f"detect on {cfg.model.backend}/{cfg.model.model}: {est['samples']} samples -> "
         f"{est['model_calls']} model calls ({est['generate_calls']} generations, "
         f"{est['score_calls']} scorings, {est['reference_score_calls']} reference scorings); "
         f"about {est['input_tokens']} input and at most {est['output_tokens']} output tokens; "
@@ -174,7 +199,7 @@ def cmd_detect(args: argparse.Namespace) -> int:
     if args.estimate_only:
         return 0
     run_dir = create_run(cfg, args.runs_dir)
-    code = _execute(run_dir)
+    code = execute_and_print(run_dir)
     report = finalize_run(run_dir)
     console.print(f"scores: results table; calibrated verdicts: meta 'detect_report' in "
                   f"{run_dir / 'run.sqlite'} ({len(report['detectors'])} detectors)")

@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from recitation.detect.calibrate import (
     CalibrationMethod,
@@ -26,8 +27,38 @@ from recitation.detect.calibrate import (
 from recitation.runs.jobs import Table
 
 if TYPE_CHECKING:
-    from recitation.detect.job import DetectJob, DetectParams
+    from recitation.detect.pearl import RequestPool
+    from recitation.detect.samples import Sample
     from recitation.runs.config import RunConfig
+
+
+class DetectParams(Protocol):
+    """What the report reads of a detect job's parameters (``detect.job.DetectParams``).
+
+    A protocol, so that the report does not import the job: ``job`` -> ``report``, one way.
+    """
+
+    @property
+    def target_fpr(self) -> float: ...
+    @property
+    def calibration(self) -> CalibrationMethod: ...
+    @property
+    def labelled(self) -> bool: ...
+    @property
+    def n_bootstrap(self) -> int: ...
+    @property
+    def detectors(self) -> Sequence[str]: ...
+    @property
+    def reference_model(self) -> object: ...
+
+
+class DetectJob(Protocol):
+    """What :func:`estimate_calls` reads of a detect job (``detect.job.DetectJob``)."""
+
+    @property
+    def params(self) -> DetectParams: ...
+    def samples(self) -> list[Sample]: ...
+    def plan(self, samples: list[Sample], model: None, /) -> tuple[RequestPool, Any, Any]: ...
 
 log = logging.getLogger(__name__)
 

@@ -6,8 +6,9 @@ extraction file that ``recitation evaluate`` scores.
         [--chapters 1,2] [--events-per-chapter N] [--max-events N] [--out DIR_OR_FILE]
     recitation extract --export RUN [--out ...]     # (re)write the file of a run
 
-Model specs: ``smollm2`` or ``local:PATH`` (local backend), ``openai:MODEL[@BASE_URL]``,
-``anthropic:MODEL[@BASE_URL]``, ``scripted:NAME``. A killed extraction continues with
+Model specs (``--target``, ``--helper``, ``--judge``): ``backend:model[@url]``, parsed by
+:func:`recitation.models.config.parse_model_spec`; a bare name or path (``smollm2``,
+``./model``) is a local model. A killed extraction continues with
 ``recitation resume RUN`` followed by ``recitation extract --export RUN``.
 """
 
@@ -18,26 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from recitation.errors import ConfigError
+from recitation.models.config import parse_model_spec
+
+__all__ = ["add_extract_parser", "build_params", "export_run", "parse_model_spec",
+           "request_timeout_for"]
 
 _METHODS = ("prefix", "dsp", "dsp_jailbreak", "recap", "recap_filter")
-
-
-def parse_model_spec(spec: str, key_env: str | None = None) -> dict[str, Any]:
-    """``backend:model[@base_url]`` (bare names are local models) -> ModelConfig fields."""
-    backend, sep, rest = spec.partition(":")
-    if not sep or backend not in ("local", "openai", "anthropic", "scripted"):
-        backend, rest = "local", spec
-    model, _, base_url = rest.partition("@")
-    if not model:
-        raise ConfigError(f"model spec '{spec}': no model name")
-    cfg: dict[str, Any] = {"backend": backend, "model": model}
-    if base_url:
-        cfg["base_url"] = base_url
-    if key_env:
-        cfg["api_key_env"] = key_env
-    if backend == "local":
-        cfg |= {"concurrency": 1, "batch_size": 8}
-    return cfg
 
 
 def _ints(text: str | None) -> list[int] | None:
@@ -88,8 +75,8 @@ def build_params(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
-    from recitation.cli import _execute, console
     from recitation.runs.config import parse_config
+    from recitation.runs.console import console, execute_and_print
     from recitation.runs.runner import create_run, find_run
 
     if args.export:
@@ -113,7 +100,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
         "params": params}, source="recitation extract")
     run_dir = create_run(cfg, args.runs_dir)
     console.print(f"run directory: {run_dir}  (resume: recitation resume {run_dir})")
-    code = _execute(run_dir)
+    code = execute_and_print(run_dir)
     for p in export_run(run_dir, args.out):
         console.print(f"wrote {p}")
     return code
@@ -146,10 +133,10 @@ def _check_models_and_methods(args: argparse.Namespace) -> None:
     a method that cannot run is announced and skipped, the others run."""
     from rich.markup import escape
 
-    from recitation.cli import err_console
     from recitation.extract.job import missing_requirements
+    from recitation.models.config import ModelConfig
     from recitation.models.registry import build_backend
-    from recitation.runs.config import ModelConfig
+    from recitation.runs.console import err_console
 
     params = build_params(args)
     for role in ("helper", "judge"):
@@ -195,9 +182,11 @@ def add_extract_parser(subparsers: Any) -> None:
     """Register ``recitation extract``."""
     p = subparsers.add_parser("extract", help="RECAP extraction and baselines on one book")
     p.add_argument("--book", type=Path, help="EchoTrace JSON, plain text or LaTeX file")
-    p.add_argument("--target", help="the audited model (e.g. smollm2, openai:gpt-4.1)")
-    p.add_argument("--helper", help="feedback and summary agent model (default: the target)")
-    p.add_argument("--judge", help="verifier model (default: the helper)")
+    p.add_argument("--target", metavar="SPEC", help="the audited model, backend:model[@url] "
+                   "(e.g. smollm2, openai:gpt-4.1, openai:llama3@http://localhost:8000/v1)")
+    p.add_argument("--helper", metavar="SPEC",
+                   help="feedback and summary agent model (default: the target)")
+    p.add_argument("--judge", metavar="SPEC", help="verifier model (default: the helper)")
     p.add_argument("--target-key-env", help="env variable with the target's API key")
     p.add_argument("--helper-key-env", help="env variable with the helper's API key")
     p.add_argument("--methods", default=",".join(_METHODS),

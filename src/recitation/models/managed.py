@@ -38,8 +38,8 @@ from recitation.models.base import (
     Usage,
     request_key,
 )
+from recitation.models.calllog import CallLog, CallRecord, ResponseStore
 from recitation.models.pricing import PriceTable
-from recitation.runs.store import CallRecord, ResponseCache, RunStore
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", Generation, TokenScores)
@@ -137,8 +137,8 @@ class ManagedModel(Model):
         self,
         inner: Model,
         *,
-        store: RunStore | None = None,
-        cache: ResponseCache | None = None,
+        store: CallLog | None = None,
+        cache: ResponseStore | None = None,
         retry: RetryPolicy | None = None,
         limits: Limits | None = None,
         budget: Budget | None = None,

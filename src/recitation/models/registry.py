@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from recitation.errors import ConfigError
 from recitation.models.base import Model
-from recitation.models.managed import Budget, Limits, ManagedModel, RetryPolicy
-from recitation.models.pricing import Price, PriceTable
-from recitation.runs.config import ModelConfig, RunConfig
-from recitation.runs.store import ResponseCache, RunStore
+from recitation.models.config import BACKENDS, ModelConfig
 
-BACKENDS = ("local", "openai", "anthropic", "scripted")
+__all__ = ["BACKENDS", "build_backend"]
 
 
 def build_backend(cfg: ModelConfig) -> Model:
@@ -38,19 +35,3 @@ def _key_env(cfg: ModelConfig, default: str) -> str | None:
     if cfg.api_key_env is False:
         return None  # the server needs no key
     return cfg.api_key_env or default
-
-
-def build_managed(cfg: RunConfig, *, store: RunStore | None,
-                  cache: ResponseCache | None) -> ManagedModel:
-    m = cfg.model
-    return ManagedModel(
-        build_backend(m),
-        store=store,
-        cache=cache if cfg.cache else None,
-        retry=RetryPolicy(max_attempts=m.max_attempts, base_delay=m.retry_base_delay),
-        limits=Limits(concurrency=m.concurrency, batch_size=m.batch_size,
-                      requests_per_minute=m.requests_per_minute,
-                      tokens_per_minute=m.tokens_per_minute),
-        budget=Budget(max_tokens=cfg.budget.max_tokens, max_dollars=cfg.budget.max_dollars),
-        prices=PriceTable({k: Price(v.input, v.output) for k, v in cfg.prices.items()}),
-    )

@@ -19,51 +19,28 @@ A run config looks like::
     params: {...}                # the job's own parameters, validated by the job
 
 API keys are never part of a config: only the *name* of the environment variable is stored.
+The ``model`` section is :class:`recitation.models.config.ModelConfig` (re-exported here);
+on the command line a model is named ``backend:model[@url]``
+(:func:`recitation.models.config.parse_model_spec`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from recitation.errors import ConfigError
+from recitation.models.config import ModelConfig
 
-_SECRET_FIELDS = {"api_key", "apikey", "key", "token", "secret", "password"}
+__all__ = ["BudgetConfig", "ModelConfig", "PriceConfig", "RunConfig", "format_validation_error",
+           "load_config", "parse_config"]
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ModelConfig(_Strict):
-    backend: Literal["local", "openai", "anthropic", "scripted"] = "local"
-    model: str = "smollm2"
-    base_url: str | None = None
-    # NAME of the variable holding the key (default OPENAI_API_KEY / ANTHROPIC_API_KEY);
-    # false for servers that need no key (e.g. `recitation serve`).
-    api_key_env: str | Literal[False] | None = None
-    timeout: float = Field(60.0, gt=0)
-    concurrency: int = Field(4, ge=1)
-    batch_size: int = Field(8, ge=1)
-    requests_per_minute: float | None = Field(None, gt=0)
-    tokens_per_minute: float | None = Field(None, gt=0)
-    max_attempts: int = Field(4, ge=1)
-    retry_base_delay: float = Field(0.5, ge=0)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_secrets(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            bad = sorted(k for k in data if str(k).lower() in _SECRET_FIELDS)
-            if bad:
-                raise ValueError(
-                    f"'{bad[0]}' is not allowed: API keys are read from environment variables "
-                    "only; set 'api_key_env' to the variable's name"
-                )
-        return data
 
 
 class BudgetConfig(_Strict):

@@ -27,8 +27,9 @@ from typing import Any
 
 from recitation import __version__
 from recitation.errors import BackendError, BudgetExceeded, ConfigError, StoreError
-from recitation.models.managed import CallStats, ManagedModel
-from recitation.models.registry import build_managed
+from recitation.models import registry
+from recitation.models.managed import Budget, CallStats, Limits, ManagedModel, RetryPolicy
+from recitation.models.pricing import Price, PriceTable
 from recitation.runs.config import ModelConfig, RunConfig, parse_config
 from recitation.runs.jobs import Job, Table, WorkItem, make_job
 from recitation.runs.store import ResponseCache, RunStore, default_cache_path
@@ -61,13 +62,29 @@ def _git_commit() -> str | None:
         return None
 
 
+def build_managed(cfg: RunConfig, *, store: RunStore | None,
+                  cache: ResponseCache | None) -> ManagedModel:
+    """The run's model: the backend wrapped with the run's store, cache, limits, budget and
+    prices (the store and cache are the models' call log and response store)."""
+    m = cfg.model
+    return ManagedModel(
+        registry.build_backend(m),  # looked up at call time: tests replace it
+        store=store,
+        cache=cache if cfg.cache else None,
+        retry=RetryPolicy(max_attempts=m.max_attempts, base_delay=m.retry_base_delay),
+        limits=Limits(concurrency=m.concurrency, batch_size=m.batch_size,
+                      requests_per_minute=m.requests_per_minute,
+                      tokens_per_minute=m.tokens_per_minute),
+        budget=Budget(max_tokens=cfg.budget.max_tokens, max_dollars=cfg.budget.max_dollars),
+        prices=PriceTable({k: Price(v.input, v.output) for k, v in cfg.prices.items()}),
+    )
+
+
 def create_run(cfg: RunConfig, runs_dir: Path | None = None) -> Path:
     # Validate everything that can fail early (job params, backend, API key) before the run
     # directory exists, so a bad config leaves nothing behind.
     make_job(cfg.job, cfg.params, cfg.seed).items()  # reads the inputs: errors surface now
-    from recitation.models.registry import build_backend
-
-    build_backend(cfg.model)
+    registry.build_backend(cfg.model)
     runs_dir = runs_dir or default_runs_dir()
     run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{cfg.name or cfg.job}-{secrets.token_hex(3)}"
     run_dir = runs_dir / run_id

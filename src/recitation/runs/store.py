@@ -11,6 +11,9 @@ Tables
 
 Every write commits at once; WAL with ``synchronous=NORMAL`` survives a killed process
 (``kill -9``) without losing committed rows.
+
+``RunStore`` implements the models' :class:`~recitation.models.calllog.CallLog` and
+``ResponseCache`` their :class:`~recitation.models.calllog.ResponseStore`.
 """
 
 from __future__ import annotations
@@ -20,11 +23,14 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from recitation.errors import StoreError
+from recitation.models.calllog import CallRecord
+
+__all__ = ["DB_NAME", "SCHEMA_VERSION", "CallRecord", "ResponseCache", "RunStore",
+           "default_cache_path"]
 
 SCHEMA_VERSION = 1
 DB_NAME = "run.sqlite"
@@ -63,23 +69,6 @@ CREATE TABLE IF NOT EXISTS events (
     created REAL NOT NULL
 );
 """
-
-
-@dataclass(frozen=True)
-class CallRecord:
-    key: str
-    kind: str
-    backend: str
-    model: str
-    request: dict[str, Any]
-    response: dict[str, Any] | None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    latency_s: float = 0.0
-    cost_usd: float = 0.0
-    source: str = "backend"  # backend | cache | store
-    error: str | None = None
-    attempts: int = 1
 
 
 class RunStore:
