@@ -40,7 +40,10 @@ def add_detect_parser(sub: Any) -> None:
                    "(default builtin:kjv-devotional-long)")
     p.add_argument("--limit", type=int, default=None, help="samples per source")
     p.add_argument("--detectors", nargs="+", default=["pearl", "whitebox"],
-                   choices=["pearl", "whitebox"])
+                   choices=["pearl", "whitebox", "recall", "dcpdd"],
+                   help="detector families (default pearl whitebox; recall: ReCaLL, dcpdd: "
+                   "DC-PDD, both need token log-probabilities)")
+    _add_scoring_options(p)
     _add_pearl_options(p)
     p.add_argument("--reference-model", default=None, metavar="SPEC",
                    help="second model for 'reference', backend:model[@url]")
@@ -66,6 +69,21 @@ def add_detect_parser(sub: Any) -> None:
                    help="print the calls and cost the run would need, and stop")
     p.add_argument("--runs-dir", type=Path, default=None)
     p.set_defaults(func=cmd_detect)
+
+
+def _add_scoring_options(p: argparse.ArgumentParser) -> None:
+    """Options of the score-based detectors: n-gram Min-K%, ReCaLL, DC-PDD."""
+    p.add_argument("--min-k-ngram", type=int, default=1, metavar="N",
+                   help="N > 1: also Min-K%% over the means of N-token windows "
+                   "(min_k_K_ngramN; default 1: off)")
+    p.add_argument("--recall-shots", type=int, default=3, metavar="N",
+                   help="ReCaLL: the first N controls form the non-member prefix (and get "
+                   "no ReCaLL score; default 3)")
+    p.add_argument("--dcpdd-corpus", default="kjv", metavar="kjv|PATH",
+                   help="DC-PDD reference corpus for token frequencies: kjv (default, "
+                   "public domain, installed) or a .txt / .jsonl (field 'text') file")
+    p.add_argument("--dcpdd-a", type=float, default=0.01,
+                   help="DC-PDD upper bound per token (default 0.01, the authors')")
 
 
 def _add_pearl_options(p: argparse.ArgumentParser) -> None:
@@ -113,6 +131,8 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
         "target_fpr": args.target_fpr, "calibration": args.calibration,
         "labelled": not args.unlabelled,
         "n_bootstrap": args.bootstrap, "reference_prefix": args.reference_prefix,
+        "min_k_ngram": args.min_k_ngram, "recall_shots": args.recall_shots,
+        "dcpdd_corpus": args.dcpdd_corpus, "dcpdd_a": args.dcpdd_a,
     }
     if args.reference_model:
         params["reference_model"] = _model_spec(args.reference_model, args.reference_backend,

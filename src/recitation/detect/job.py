@@ -4,7 +4,9 @@ controls, stored per sample; calibration and verdicts over the stored records.
 One work item per sample (members first, then controls). A chunk of items is processed with
 one batched ``generate`` call (every sample x perturbation x intensity x output of the chunk)
 and one batched ``score`` call (texts and their lower-cased forms); a reference model, when
-configured, gets one more ``score`` call. Every call goes through the run's
+configured, gets one more ``score`` call; ReCaLL one more (each text after its non-member
+prefix); DC-PDD reuses the plain scores and counts a reference corpus with the target's
+tokenizer once per job. Every call goes through the run's
 :class:`~recitation.models.managed.ManagedModel` (cache, run store, retries, budget): the
 reference backend comes from the run context (``RunContext.model_for``: a ManagedModel
 sharing the run's store, cache and budget).
@@ -17,6 +19,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from recitation.detect.dcpdd import DEFAULT_A as DEFAULT_DCPDD_A
+from recitation.detect.dcpdd import DEFAULT_CORPUS as DEFAULT_DCPDD_CORPUS
+from recitation.detect.dcpdd import (
+    TokenFrequencies,
+    corpus_documents,
+    count_tokens,
+    dcpdd_score,
+)
 from recitation.detect.pearl import (
     MIN_REFERENCE_WORDS,
     PearlSettings,
@@ -36,6 +46,8 @@ from recitation.detect.perturb import (
     Tokenizer,
     get_perturbation,
 )
+from recitation.detect.recall import DEFAULT_SHOTS as DEFAULT_RECALL_SHOTS
+from recitation.detect.recall import build_prefix, recall_score
 from recitation.detect.samples import Sample, load_samples
 from recitation.detect.whitebox import DetectorScore, whitebox_scores
 from recitation.errors import ConfigError
@@ -46,8 +58,10 @@ from recitation.runs.jobs import Job, Table, WorkItem
 
 log = logging.getLogger(__name__)
 
-DetectorFamily = Literal["pearl", "whitebox"]
-DETECTORS: tuple[DetectorFamily, ...] = ("pearl", "whitebox")
+DetectorFamily = Literal["pearl", "whitebox", "recall", "dcpdd"]
+DETECTORS: tuple[DetectorFamily, ...] = ("pearl", "whitebox", "recall", "dcpdd")
+DEFAULT_DETECTORS: tuple[DetectorFamily, ...] = ("pearl", "whitebox")
+SCORING: frozenset[str] = frozenset({"whitebox", "recall", "dcpdd"})  # need score()
 BitflipTokenizer = Literal["auto", "o200k", "target"]
 
 
@@ -57,7 +71,7 @@ class DetectParams(BaseModel):
     controls: list[str] = Field(default_factory=lambda: ["builtin:kjv-devotional-long"])
     limit: int | None = Field(None, ge=1)  # samples per source
     passage_words: int = Field(250, ge=8)  # book sources; PEARL samples >= 250 words
-    detectors: list[DetectorFamily] = Field(default_factory=lambda: list(DETECTORS))
+    detectors: list[DetectorFamily] = Field(default_factory=lambda: list(DEFAULT_DETECTORS))
     task: Literal["auto", "completion", "summarization"] = "auto"
     mode: Literal["completion", "chat"] = "completion"
     perturbations: list[str] = Field(default_factory=lambda: ["bitflip", "synonym"])
@@ -73,6 +87,10 @@ class DetectParams(BaseModel):
     ncd: Compressor = "zlib"  # as textdistance.zlib_ncd; "zlib9": our earlier NCD
     reference_model: ModelConfig | None = None
     reference_prefix: str = ""  # e.g. "<bos>" for reference models that need a BOS token
+    min_k_ngram: int = Field(1, ge=1)  # > 1: also Min-K% over n-token windows
+    recall_shots: int = Field(DEFAULT_RECALL_SHOTS, ge=1)  # controls in ReCaLL's prefix
+    dcpdd_corpus: str = DEFAULT_DCPDD_CORPUS  # "kjv" or a .txt / .jsonl path
+    dcpdd_a: float = Field(DEFAULT_DCPDD_A, gt=0)  # DC-PDD's upper bound per token
     target_fpr: float = Field(0.05, gt=0, lt=1)
     # conformal: out-of-sample FPR <= target (default); empirical: the former in-sample one
     calibration: Literal["conformal", "empirical"] = "conformal"
@@ -107,6 +125,10 @@ class _HFTokenizer:
     def decode(self, ids: list[int]) -> str:
         return str(self._tok.decode(ids, skip_special_tokens=True))
 
+    def tokens(self, text: str) -> list[str]:
+        """Token strings, as a backend's ``TokenScores.tokens`` name them."""
+        return list(self._tok.convert_ids_to_tokens(self.encode(text)))
+
 
 def model_tokenizer(model: Model) -> _HFTokenizer | None:
     """The tokenizer of a local backend (through a ManagedModel), else None."""
@@ -123,6 +145,8 @@ class DetectJob(Job):
     Params = DetectParams
     params: DetectParams
     _reference: Model | None = None
+    _freqs: TokenFrequencies | None = None
+    _prefix: tuple[set[str], str] | None = None
 
     def samples(self) -> list[Sample]:
         p = self.params
@@ -196,7 +220,7 @@ class DetectJob(Job):
         samples = [Sample.from_dict(it.payload) for it in items]
         records: dict[str, dict[str, Any]] = {
             s.id: {"sample": s.to_dict(), "scores": [], "errors": []} for s in samples}
-        if "whitebox" in self.params.detectors:
+        if SCORING & set(self.params.detectors):
             await self._whitebox(samples, model, records)
         if "pearl" in self.params.detectors:
             await self._pearl(samples, model, records)
@@ -210,7 +234,14 @@ class DetectJob(Job):
                     f"whitebox: backend '{model.backend}' returns no token log-probabilities")
             return
         texts = [s.text for s in samples]
-        scored = await model.score(texts + [t.lower() for t in texts])
+        wb = "whitebox" in self.params.detectors
+        scored = await model.score(texts + ([t.lower() for t in texts] if wb else []))
+        if "recall" in self.params.detectors:
+            await self._recall(samples, scored[:len(samples)], model, records)
+        if "dcpdd" in self.params.detectors:
+            self._dcpdd(samples, scored[:len(samples)], model, records)
+        if not wb:
+            return
         ref: list[TokenScores] | None = None
         if self.params.reference_model is not None:
             if self._reference is None:
@@ -221,12 +252,68 @@ class DetectJob(Job):
         for i, s in enumerate(samples):
             try:
                 ds = whitebox_scores(s.id, s.text, scored[i], scored[n + i],
-                                     ref[i] if ref else None)
+                                     ref[i] if ref else None, self.params.min_k_ngram)
             except ValueError as e:
                 records[s.id]["errors"].append(f"whitebox: {e}")
                 continue
             records[s.id]["scores"] += [d.to_dict() for d in ds]
             records[s.id]["n_tokens"] = len(scored[i].tokens)
+
+    def recall_prefix(self) -> tuple[set[str], str]:
+        """The ids of the controls in ReCaLL's prefix (first ``recall_shots`` controls, as
+        MIMIR's ``nonmember[:num_shots]``) and the prefix; those controls get no ReCaLL
+        score, so they are not among ReCaLL's calibration controls."""
+        if self._prefix is None:
+            controls = [s for s in self.samples() if s.label == "control"]
+            try:
+                prefix = build_prefix([c.text for c in controls], self.params.recall_shots)
+            except ValueError as e:
+                raise ConfigError(f"recall: {e} (lower recall_shots or add controls)") from e
+            self._prefix = ({c.id for c in controls[:self.params.recall_shots]}, prefix)
+        return self._prefix
+
+    async def _recall(self, samples: list[Sample], plain: list[TokenScores], model: Model,
+                      records: dict[str, dict[str, Any]]) -> None:
+        in_prefix, prefix = self.recall_prefix()
+        todo = []
+        for i, s in enumerate(samples):
+            if s.label == "control" and s.id in in_prefix:
+                records[s.id]["recall_prefix"] = True  # in the prefix: no ReCaLL score
+            else:
+                todo.append(i)
+        cond = await model.score([prefix + samples[i].text for i in todo])
+        for i, c in zip(todo, cond, strict=True):
+            s = samples[i]
+            try:
+                v = recall_score(plain[i], c)
+            except ValueError as e:
+                records[s.id]["errors"].append(f"recall: {e}")
+                continue
+            records[s.id]["scores"].append(DetectorScore(s.id, "recall", v, True).to_dict())
+
+    def token_frequencies(self, model: Model) -> TokenFrequencies:
+        """DC-PDD's reference-corpus token counts, with the target's tokenizer (once)."""
+        if self._freqs is None:
+            tok = model_tokenizer(model)
+            if tok is None:
+                raise ConfigError(f"dcpdd: backend '{model.backend}' exposes no tokenizer "
+                                  "to count the reference corpus with")
+            spec = self.params.dcpdd_corpus
+            self._freqs = count_tokens(corpus_documents(spec), tok.tokens, tok.vocab_size,
+                                       spec)
+        return self._freqs
+
+    def _dcpdd(self, samples: list[Sample], plain: list[TokenScores], model: Model,
+               records: dict[str, dict[str, Any]]) -> None:
+        freqs = self.token_frequencies(model)
+        for s, ts in zip(samples, plain, strict=True):
+            try:
+                v = dcpdd_score(ts, freqs, self.params.dcpdd_a)
+            except ValueError as e:
+                records[s.id]["errors"].append(f"dcpdd: {e}")
+                continue
+            records[s.id]["scores"].append(DetectorScore(s.id, "dcpdd", v, True).to_dict())
+            records[s.id]["dcpdd"] = freqs.describe() | {"a": self.params.dcpdd_a}
 
     async def _pearl(self, samples: list[Sample], model: Model,
                      records: dict[str, dict[str, Any]]) -> None:

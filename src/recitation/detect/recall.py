@@ -1,0 +1,68 @@
+"""ReCaLL (Xie et al., 2024, "ReCaLL: Membership Inference via Relative Conditional
+Log-Likelihoods"), as MIMIR implements it (``mimir/attacks/recall.py``).
+
+    ReCaLL(x) = LL(x | P) / LL(x)
+
+LL is the mean token log-likelihood of the sample ``x``; ``P`` a prefix made by concatenating
+(with nothing between them, as MIMIR's ``"".join``) the first ``shots`` non-member texts, here
+the first controls of the run. LL(x | P) averages over every token of ``x`` (its first token
+is scored too, conditioned on the prefix); LL(x) over the tokens after the first (the first
+has no context). Both LLs are negative, so the ratio equals NLL(x | P) / NLL(x): a
+non-member prefix lowers a member's likelihood more than a non-member's (the paper's
+finding), so a **higher** ratio means member. (MIMIR returns LL(x | P) / NLL(x), the
+negative of this, under its lower-means-member convention: the same ordering.)
+
+The conditional LL comes from one ``score`` call on the string ``P + x``: the last tokens of
+that call must be the tokens of ``x`` scored alone (MIMIR tokenizes P and x apart and joins
+the ids), or all of them but the first (a BOS, or a first token merged with the prefix's last
+characters, e.g. ``"end." + "The"`` for a whitespace tokenizer), which then is not scored;
+otherwise the sample gets an error, not a silently shifted score.
+
+Leakage: the controls used in the prefix get no ReCaLL score (MIMIR keeps them among the
+scored non-members), so ReCaLL's calibration and AUC use only the other controls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from recitation.models.base import TokenScores
+
+DEFAULT_SHOTS = 3
+
+
+def build_prefix(control_texts: Sequence[str], shots: int) -> str:
+    """The non-member prefix: the first ``shots`` control texts, concatenated."""
+    if shots < 1:
+        raise ValueError(f"ReCaLL needs at least one shot, got {shots}")
+    if len(control_texts) < shots:
+        raise ValueError(f"ReCaLL needs {shots} control text(s) for its prefix, "
+                         f"got {len(control_texts)}")
+    return "".join(control_texts[:shots])
+
+
+def conditional_logprobs(plain: TokenScores, conditioned: TokenScores) -> tuple[float, ...]:
+    """The log-probabilities of the sample's tokens inside ``score(prefix + sample)``.
+
+    The sample's tokens (as scored alone) must end the conditioned token list; failing
+    that, all of them but the first (a BOS the tokenizer adds, or a first token that merged
+    with the end of the prefix), which is then not scored."""
+    ctoks = tuple(conditioned.tokens)
+    for toks in (tuple(plain.tokens), tuple(plain.tokens[1:])):
+        n = len(toks)
+        if 0 < n < len(ctoks) and ctoks[-n:] == toks:
+            return tuple(conditioned.logprobs[-n:])
+    raise ValueError("the prefix and the sample tokenize differently at their boundary "
+                     "(the sample's tokens do not end the conditioned text)")
+
+
+def recall_score(plain: TokenScores, conditioned: TokenScores) -> float:
+    """LL(x | P) / LL(x) from the sample's scores alone and after the prefix."""
+    if not plain.logprobs:
+        raise ValueError("no scored tokens (a text needs at least two tokens)")
+    ll = sum(plain.logprobs) / len(plain.logprobs)
+    cond = conditional_logprobs(plain, conditioned)
+    ll_cond = sum(cond) / len(cond)
+    if ll == 0.0:
+        raise ValueError("LL(x) is 0: the ratio is undefined")
+    return ll_cond / ll
