@@ -3,7 +3,8 @@ verdicts calibrated on controls. See docs/detection.md.
 
 Modules: :mod:`.perturb` (seeded perturbations), :mod:`.wordnet` (offline synonyms),
 :mod:`.pearl` (sensitivity, GFD, S_M; tasks and call planning), :mod:`.whitebox` (LOSS,
-zlib, lowercase, Min-K%, Min-K%++, reference), :mod:`.calibrate` (FPR curve, threshold at a
+zlib, lowercase, Min-K%, Min-K%++, reference), :mod:`.recall` (ReCaLL), :mod:`.dcpdd`
+(DC-PDD), :mod:`.calibrate` (FPR curve, threshold at a
 target FPR, verdicts, labelled metrics, shift guard), :mod:`.samples` / :mod:`.controls`
 (sources and built-in unseen controls), :mod:`.job` (the ``detect`` run job),
 :mod:`.report` (report, run-store finalization, call estimates), :mod:`.cli`.
