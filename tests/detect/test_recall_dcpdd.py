@@ -173,3 +173,17 @@ async def test_detect_job_scores_recall_and_dcpdd(local_model, tmp_path: Path) -
         _direct_dcpdd(loaded.model, loaded.tokenizer, TEXTS[1], 10.0), rel=1e-4)
     assert by_id["m:0"]["dcpdd"]["corpus"] == str(corpus)
     assert not any(s.startswith(("loss", "min_k")) for n in names.values() for s in n)
+
+
+def test_cli_passes_the_new_detectors_and_options() -> None:
+    from recitation.cli import build_parser
+    from recitation.detect.cli import build_config
+
+    args = build_parser().parse_args(
+        ["detect", "--detectors", "recall", "dcpdd", "--recall-shots", "1",
+         "--dcpdd-corpus", "c.txt", "--dcpdd-a", "0.5", "--min-k-ngram", "4"])
+    p = build_config(args).params
+    assert (p["detectors"], p["recall_shots"], p["dcpdd_corpus"], p["dcpdd_a"],
+            p["min_k_ngram"]) == (["recall", "dcpdd"], 1, "c.txt", 0.5, 4)
+    default = build_config(build_parser().parse_args(["detect"])).params
+    assert default["detectors"] == ["pearl", "whitebox"] and default["min_k_ngram"] == 1
