@@ -115,3 +115,16 @@ def test_demo_model_takes_the_spec(tmp_path: Path, capsys: pytest.CaptureFixture
         model = store.get_meta("config")["model"]
     assert (model["backend"], model["model"]) == ("scripted", "echo")
     assert json.dumps(model)  # stored as plain JSON
+
+
+def test_serve_model_takes_the_spec(capsys: pytest.CaptureFixture[str]) -> None:
+    """``serve --model`` uses the same grammar; an API backend is refused by name, before any
+    model is loaded or port bound."""
+    from recitation.cli import main
+
+    assert main(["serve", "--model", "openai:gpt-4.1@http://127.0.0.1:9/v1"]) == 1
+    err = " ".join(capsys.readouterr().err.split())  # rich wraps long lines
+    assert "only local models can be served" in err and "backend 'openai'" in err
+    assert main(["serve", "--model", "anthropic:claude", "--backend", "local"]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert "deprecated backend option says 'local'" in err

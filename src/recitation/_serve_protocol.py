@@ -10,8 +10,10 @@ See :mod:`recitation.serve` for what is supported.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Coroutine, Mapping
@@ -145,9 +147,44 @@ class ModelAPI:
     def __init__(self, model: Model, loop: asyncio.AbstractEventLoop) -> None:
         self.model = model
         self.loop = loop
+        self._lock = threading.Lock()
+        self._inflight: set[concurrent.futures.Future[Any]] = set()
+        self._stopping = False
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+        """Run ``coro`` on the model's loop; HTTP 503 once :meth:`abandon_all` was called."""
+        with self._lock:
+            if self._stopping:
+                coro.close()
+                raise HTTPError(503, "the server is stopping")
+            fut = asyncio.run_coroutine_threadsafe(coro, self.loop)
+            self._inflight.add(fut)
+        try:
+            return fut.result()
+        except concurrent.futures.CancelledError as e:
+            raise HTTPError(503, "the server stopped before the model answered") from e
+        finally:
+            with self._lock:
+                self._inflight.discard(fut)
+
+    @property
+    def busy(self) -> int:
+        """How many model calls are under way."""
+        with self._lock:
+            return len(self._inflight)
+
+    def abandon_all(self) -> int:
+        """Refuse new model calls and cancel those under way (their callers get HTTP 503).
+
+        A blocking call already running on a worker thread cannot be interrupted; it is
+        abandoned (its result is dropped). Returns how many calls were cancelled.
+        """
+        with self._lock:
+            self._stopping = True
+            pending = list(self._inflight)
+        for fut in pending:
+            fut.cancel()
+        return len(pending)
 
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
         return self.run(self.model.generate(requests))

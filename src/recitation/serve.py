@@ -43,20 +43,24 @@ import asyncio
 import json
 import logging
 import math
+import os
 import select
 import socket
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from recitation._serve_protocol import HTTPError, ModelAPI, error_body, error_for_exception
 from recitation.models.base import Model
 
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -157,6 +161,47 @@ class _Recorder:
         if self.keep:
             with self.lock:
                 bucket.append(info)
+
+
+class _AbandoningExecutor(ThreadPoolExecutor):
+    """The serving loop's default executor (where ``asyncio.to_thread`` model calls run).
+
+    Each call runs on a daemon thread of its own, which neither :meth:`ServerHandle.stop`
+    nor interpreter exit waits for: a generation under way when Ctrl-C arrives is abandoned
+    rather than finished (the standard pool joins its workers at exit, so ``recitation
+    serve`` used to wait for every queued generation before it could stop).
+    """
+
+    def __init__(self) -> None:
+        super().__init__(thread_name_prefix="recitation-serve-model")
+        self._running = 0
+        self._running_lock = threading.Lock()
+
+    def running(self) -> int:
+        """How many submitted calls have not returned yet (abandoned ones included)."""
+        with self._running_lock:
+            return self._running
+
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        fut: Future[T] = Future()
+
+        def work() -> None:
+            try:
+                if fut.set_running_or_notify_cancel():
+                    fut.set_result(fn(*args, **kwargs))
+            except BaseException as e:  # handed to the awaiting coroutine
+                fut.set_exception(e)
+            finally:
+                with self._running_lock:
+                    self._running -= 1
+
+        with self._running_lock:
+            self._running += 1
+        threading.Thread(target=work, name="recitation-serve-model", daemon=True).start()
+        return fut
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Nothing to join: the worker threads are daemons, abandoned on stop."""
 
 
 class _Server(ThreadingHTTPServer):
@@ -306,10 +351,15 @@ class ServerHandle:
     """A running server. ``url`` is the OpenAI ``base_url``; ``root_url`` the Anthropic one."""
 
     def __init__(
-        self, server: _Server, loop: asyncio.AbstractEventLoop, threads: list[threading.Thread]
+        self,
+        server: _Server,
+        loop: asyncio.AbstractEventLoop,
+        threads: list[threading.Thread],
+        executor: _AbandoningExecutor,
     ) -> None:
         self._server = server
         self._loop = loop
+        self._executor = executor
         self._threads = threads
         host, port = server.server_address[:2]
         self.host = str(host)
@@ -341,10 +391,24 @@ class ServerHandle:
         while not self._stopped.wait(0.5):
             pass
 
+    @property
+    def busy(self) -> int:
+        """How many model calls are under way."""
+        return self._server.api.busy
+
+    @property
+    def model_threads_running(self) -> int:
+        """Worker threads still inside a model call (after :meth:`stop`: abandoned ones)."""
+        return self._executor.running()
+
     def stop(self) -> None:
+        """Stop promptly: model calls under way are abandoned (their requests get HTTP 503)."""
         if self._stopped.is_set():
             return
         self._server.stopping.set()
+        abandoned = self._server.api.abandon_all()
+        if abandoned:
+            log.info("stopping: abandoned %d model call(s) under way", abandoned)
         self._server.shutdown()
         self._server.server_close()
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -376,6 +440,8 @@ def start_server(
     ``record_requests=False`` keeps no request records (for long-running servers).
     """
     loop = asyncio.new_event_loop()
+    executor = _AbandoningExecutor()
+    loop.set_default_executor(executor)
     server = _Server((host, port), ModelAPI(model, loop), _Recorder(record_requests), fault_hook)
     loop_thread = threading.Thread(
         target=loop.run_forever, name="recitation-serve-loop", daemon=True
@@ -388,7 +454,7 @@ def start_server(
     )
     loop_thread.start()
     http_thread.start()
-    handle = ServerHandle(server, loop, [http_thread, loop_thread])
+    handle = ServerHandle(server, loop, [http_thread, loop_thread], executor)
     log.info("serving %s/%s at %s", model.backend, model.name, handle.url)
     return handle
 
@@ -406,9 +472,12 @@ def add_serve_parser(subparsers: argparse._SubParsersAction) -> None:  # type: i
     p.add_argument(
         "--model",
         default="smollm2",
-        help="model spec: 'smollm2' (embedded), a transformers directory or a .gguf",
+        metavar="SPEC",
+        help="model spec, local[:model] (see 'Model specs' in the README): 'smollm2' "
+        "(embedded), a transformers directory or a .gguf; only local models are served",
     )
-    p.add_argument("--backend", default="local", choices=["local"], help="model backend")
+    p.add_argument("--backend", default=None, choices=["local"],
+                   help="deprecated alias: write --model local:NAME")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (0: any free port)")
     p.add_argument(
@@ -418,9 +487,15 @@ def add_serve_parser(subparsers: argparse._SubParsersAction) -> None:  # type: i
 
 
 def serve_command(args: argparse.Namespace) -> int:
+    from recitation.errors import ConfigError
+    from recitation.models.config import resolve_model_spec
     from recitation.models.local import LocalModel
 
-    model = LocalModel(args.model, threads=getattr(args, "threads", None))
+    cfg = resolve_model_spec(args.model, backend=getattr(args, "backend", None))
+    if cfg["backend"] != "local":
+        raise ConfigError(f"serve --model '{args.model}': only local models can be served "
+                          f"(backend '{cfg['backend']}' is already an API); use local:NAME")
+    model = LocalModel(cfg["model"], threads=getattr(args, "threads", None))
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("serving on %s: the server checks no API key", args.host)
     try:
@@ -436,10 +511,25 @@ def serve_command(args: argparse.Namespace) -> int:
         print("Press Ctrl-C to stop.", flush=True)
         handle.wait()
     except KeyboardInterrupt:
-        print("stopping")
+        print("stopping", flush=True)
     finally:
         handle.stop()
+    if handle.model_threads_running:
+        _exit_now(0)
     return 0
+
+
+def _exit_now(code: int) -> None:
+    """Leave the process at once, abandoning a model call still running on a worker thread.
+
+    A normal interpreter exit would tear the model's native library down under the running
+    thread (torch aborts: "terminate called without an active exception") or wait for it.
+    """
+    log.info("exiting without waiting for the abandoned model call")
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 __all__ = [

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,7 +23,7 @@ import pytest
 
 from recitation.errors import RateLimitError, UnsupportedRequest
 from recitation.models.anthropic_backend import AnthropicModel
-from recitation.models.base import GenerationRequest
+from recitation.models.base import Generation, GenerationRequest
 from recitation.models.openai_backend import OpenAIModel
 from recitation.models.scripted import ScriptedModel, echo_responder
 from recitation.serve import FaultAction, RequestInfo, ServerHandle, start_server
@@ -38,7 +39,8 @@ def post(handle: ServerHandle, path: str, body: Any, **kw: Any) -> httpx.Respons
     return httpx.post(f"{handle.root_url}{path}", json=body, timeout=10, **kw)
 
 
-def wait_for(cond: Callable[[], bool], timeout: float = 5.0) -> None:
+def wait_for(cond: Callable[[], bool], timeout: float = 60.0) -> None:
+    """Poll until ``cond`` holds; the timeout is generous (other jobs load the machine)."""
     deadline = time.monotonic() + timeout
     while not cond():
         if time.monotonic() > deadline:
@@ -237,31 +239,84 @@ def test_client_killed_while_request_is_held_is_not_completed() -> None:
 
 def test_client_killed_while_the_model_works_is_not_completed() -> None:
     """The model finishes after the client died: the answer must not count."""
+    client_dead = threading.Event()
 
     def slow(req: GenerationRequest) -> str:
-        time.sleep(1.0)
+        client_dead.wait(60)  # answer only once the client is gone, however busy the machine
         return echo_responder(req)
 
     with start_server(ScriptedModel(slow)) as h:
         proc = _killed_client(h.url)
-        wait_for(lambda: len(h.received) == 1, timeout=20)
+        wait_for(lambda: len(h.received) == 1)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        wait_for(lambda: len(h.aborted) == 1, timeout=5)
+        client_dead.set()
+        wait_for(lambda: len(h.aborted) == 1)
         assert h.completed == []
 
 
-def test_stop_releases_hung_requests_quickly() -> None:
+def test_stop_releases_hung_requests() -> None:
+    """stop() lets go of a request held forever (the client would give up only after 60 s)."""
     h = start_server(ScriptedModel(), fault_hook=lambda i: FaultAction.hang())
     proc = _killed_client(h.url)
     try:
-        wait_for(lambda: len(h.received) == 1, timeout=20)
-        t0 = time.monotonic()
+        wait_for(lambda: len(h.received) == 1)
         h.stop()
-        assert time.monotonic() - t0 < 5.0
+        wait_for(lambda: len(h.aborted) == 1, timeout=40)
+        assert h.completed == []
     finally:
         proc.kill()
         proc.wait()
+
+
+class _BlockingModel(ScriptedModel):
+    """Generates only once ``gate`` is set, blocking a worker thread as LocalModel does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = threading.Event()
+        self.gate = threading.Event()
+
+    async def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        self.started.set()
+        await asyncio.to_thread(self.gate.wait, 120)
+        return await super().generate(requests)
+
+
+def test_stop_abandons_a_model_call_under_way() -> None:
+    """Stopping does not wait for a busy worker thread: the waiting request gets HTTP 503 at
+    once (before, it hung until its client gave up, and the process could not exit until
+    the worker finished)."""
+    model = _BlockingModel()
+    h = start_server(model)
+    replies: list[httpx.Response] = []
+    body = {"prompt": "a b", "max_tokens": 2}
+    client = threading.Thread(
+        target=lambda: replies.append(httpx.post(f"{h.url}/completions", json=body, timeout=90))
+    )
+    try:
+        client.start()
+        assert model.started.wait(60)
+        wait_for(lambda: h.model_threads_running == 1)
+        assert h.busy == 1
+        h.stop()
+        client.join(80)
+        assert [r.status_code for r in replies] == [503]
+        assert "stop" in replies[0].json()["error"]["message"]
+        assert h.model_threads_running == 1  # abandoned, still blocked: nobody waited for it
+        assert post_after_stop_fails(h)
+    finally:
+        model.gate.set()
+        client.join(80)
+    wait_for(lambda: h.model_threads_running == 0)
+
+
+def post_after_stop_fails(h: ServerHandle) -> bool:
+    try:
+        httpx.post(f"{h.url}/completions", json={"prompt": "x"}, timeout=10)
+    except httpx.TransportError:
+        return True
+    return False
 
 
 def test_record_requests_off_keeps_nothing() -> None:
@@ -298,12 +353,27 @@ async def test_serve_cli_serves_the_embedded_model(tmp_path: Path) -> None:
             texts.append((await remote.generate([req]))[0].text)
             await remote.aclose()
         assert texts[0] and texts[0] == texts[1]
+        # Ctrl-C during a long generation: the server abandons it and exits cleanly (a normal
+        # interpreter exit under a running torch thread aborts; the old server waited for it).
+        long_req = {"prompt": "1, 2, 3, 4,", "max_tokens": 3000, "temperature": 0}
+        busy = threading.Thread(target=_post_quietly, args=(f"{url}/completions", long_req))
+        busy.start()
+        await asyncio.sleep(1.0)  # usually inside the model by now; if not, still a valid test
         proc.send_signal(signal.SIGINT)
-        assert await asyncio.to_thread(proc.wait, 20) == 0
+        # generous: the server must exit, not within a tight bound (the machine may be busy)
+        assert await asyncio.to_thread(proc.wait, 120) == 0
+        busy.join(60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def _post_quietly(url: str, body: dict[str, Any]) -> None:
+    try:
+        httpx.post(url, json=body, timeout=120)
+    except httpx.HTTPError:
+        pass  # the server went away mid-request: expected
 
 
 def test_routes_answer_without_the_v1_prefix(server: ServerHandle) -> None:
