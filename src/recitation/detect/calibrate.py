@@ -40,7 +40,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from recitation.detect import _stats
+from recitation.errors import require
+from recitation.metrics import stats as _stats
 
 log = logging.getLogger(__name__)
 
@@ -196,18 +197,21 @@ def labelled_metrics(members: Sequence[float], controls: Sequence[float], *,
     n = len(controls)
     out: dict[str, Any] = {"n_members": len(members), "n_controls": n}
     out["auc"] = _stats.roc_auc(labels, scores)
-    out["auc_ci"] = _stats.bootstrap_auc_ci(labels, scores, n_boot=n_boot, seed=seed)
+    out["auc_ci"] = _stats.stratified_bootstrap_ci(labels, scores, _stats.roc_auc,
+                                                   n_boot=n_boot, seed=seed)
     for fpr in (0.01, 0.05):
         key = f"tpr_at_{round(fpr * 100)}pct_fpr"
         rank = _stats.conformal_rank(n, fpr)
         out[key] = tpr_at_calibrated_fpr(members, controls, fpr)
         out[f"fpr_bound_{round(fpr * 100)}pct"] = (
             (n + 1 - rank) / (n + 1) if rank is not None else None)
-        out[key + "_ci"] = (None, None) if rank is None else _stats.bootstrap_stat_ci(
+        out[key + "_ci"] = (None, None) if rank is None else _stats.stratified_bootstrap_ci(
             labels, scores, functools.partial(_tpr_split, fpr=fpr), n_boot=n_boot, seed=seed)
         out[key + "_note"] = None if rank is not None else not_reachable_note(fpr, n)
         out[key + "_in_sample"] = _stats.tpr_at_fpr(labels, scores, fpr)
-    out["roc"] = _stats.roc_points(labels, scores)
+    roc_fpr, roc_tpr, roc_thr = _stats.roc_points(labels, scores)
+    out["roc"] = {"fpr": roc_fpr.tolist(), "tpr": roc_tpr.tolist(),  # member iff score >= thr
+                  "thresholds": [float(t) if np.isfinite(t) else None for t in roc_thr]}
     return out
 
 
@@ -226,14 +230,10 @@ def date_rate(text: str) -> float:
 def _bow_auc_fn(texts: Sequence[str], seed: int) -> Callable[[list[int]], float | None]:
     """labels -> cross-validated AUC of a bag-of-words logistic regression (a blind
     baseline); the binary word matrix is built once (it does not depend on the labels)."""
-    try:
-        from sklearn.feature_extraction.text import CountVectorizer
-        from sklearn.linear_model import LogisticRegression
-        from sklearn.model_selection import StratifiedKFold
-    except ImportError:
-        log.warning("scikit-learn missing: vocabulary shift check skipped "
-                    "(pip install 'recitation[detect]')")
-        return lambda labels: None
+    purpose = "the vocabulary check of the distribution-shift guard"
+    CountVectorizer = require("sklearn.feature_extraction.text", purpose).CountVectorizer
+    LogisticRegression = require("sklearn.linear_model", purpose).LogisticRegression
+    StratifiedKFold = require("sklearn.model_selection", purpose).StratifiedKFold
     x = CountVectorizer(lowercase=True, binary=True).fit_transform(list(texts))
 
     def auc(labels: list[int]) -> float | None:

