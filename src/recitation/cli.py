@@ -23,12 +23,14 @@ from recitation.runs.console import console, err_console, execute_and_print, pri
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from recitation.models.config import parse_model_spec
+    from recitation.models.registry import capabilities_of
     from recitation.runs.config import parse_config
     from recitation.runs.runner import create_run
 
     params: dict[str, Any] = {}
     if args.limit:
-        from recitation.extract.prefix_probe import FAMOUS_KJV, OBSCURE_KJV
+        from recitation.corpus.kjv import FAMOUS_VERSES as FAMOUS_KJV
+        from recitation.corpus.kjv import OBSCURE_VERSES as OBSCURE_KJV
 
         half = max(1, args.limit // 2)
         params["passages"] = ([{"ref": r, "group": "famous"} for r in FAMOUS_KJV[:half]]
@@ -36,7 +38,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     model = parse_model_spec(args.model)
     cfg = parse_config({"job": "prefix_probe", "name": "demo", "model": model,
                         "cache": not args.no_cache, "params": params}, source="demo")
-    where = "local, CPU" if model["backend"] == "local" else model["backend"]
+    where = "local, CPU" if capabilities_of(model["backend"]).local else model["backend"]
     console.print(f"recitation {__version__} demo: prefix probing of KJV passages on "
                   f"'{model['model']}' ({where})")
     run_dir = create_run(cfg, args.runs_dir)

@@ -196,6 +196,7 @@ def _warn_short_references(job: Any) -> None:
 
 def cmd_detect(args: argparse.Namespace) -> int:
     from recitation.detect.report import estimate_calls, finalize_run
+    from recitation.models.registry import capabilities_of
     from recitation.runs.console import console, execute_and_print
     from recitation.runs.jobs import make_job
     from recitation.runs.runner import create_run
@@ -203,7 +204,7 @@ def cmd_detect(args: argparse.Namespace) -> int:
     cfg = build_config(args)
     job = make_job("detect", cfg.params, cfg.seed)
     est = estimate_calls(job, cfg)  # type: ignore[arg-type]
-    if cfg.model.backend == "local":
+    if capabilities_of(cfg.model.backend).local:
         cost = "$0 (local model)"
     elif est["priced"]:
         cost = f"${est['estimated_cost_usd']:.4f}"

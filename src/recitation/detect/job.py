@@ -53,6 +53,8 @@ from recitation.detect.whitebox import DetectorScore, whitebox_scores
 from recitation.errors import ConfigError
 from recitation.metrics.ncd import Compressor
 from recitation.models.base import Model, TokenScores
+from recitation.models.tokenizer import HFTokenizer
+from recitation.models.tokenizer import Tokenizer as ModelTokenizer
 from recitation.runs.config import ModelConfig
 from recitation.runs.jobs import Job, Table, WorkItem
 
@@ -112,31 +114,12 @@ class DetectParams(BaseModel):
                              self.mode, self.sensitivity, self.ncd)
 
 
-class _HFTokenizer:
-    """Adapts a transformers tokenizer to :class:`recitation.detect.perturb.Tokenizer`."""
-
-    def __init__(self, tok: Any) -> None:
-        self._tok = tok
-        self.vocab_size = len(tok)
-
-    def encode(self, text: str) -> list[int]:
-        return list(self._tok.encode(text, add_special_tokens=False))
-
-    def decode(self, ids: list[int]) -> str:
-        return str(self._tok.decode(ids, skip_special_tokens=True))
-
-    def tokens(self, text: str) -> list[str]:
-        """Token strings, as a backend's ``TokenScores.tokens`` name them."""
-        return list(self._tok.convert_ids_to_tokens(self.encode(text)))
+_HFTokenizer = HFTokenizer  # the adapter lives with the models (tests still import it here)
 
 
-def model_tokenizer(model: Model) -> _HFTokenizer | None:
-    """The tokenizer of a local backend (through a ManagedModel), else None."""
-    inner = getattr(model, "inner", model)
-    load = getattr(inner, "load", None)
-    if getattr(inner, "backend", "") != "local" or load is None:
-        return None
-    return _HFTokenizer(load().tokenizer)
+def model_tokenizer(model: Model) -> ModelTokenizer | None:
+    """The model's own tokenizer through the model contract, or None when it exposes none."""
+    return model.tokenizer()
 
 
 class DetectJob(Job):

@@ -37,7 +37,7 @@ from recitation.errors import ConfigError, MissingDependencyError
 from recitation.extract.agents import Pipeline, RecapConfig, run_all
 from recitation.extract.filter import FilterConfig, Parrot, load_or_train_parrot, score_extraction
 from recitation.extract.prompts import EventMeta
-from recitation.extract.records import EventState, Ledger, price_of
+from recitation.extract.records import EventState, Ledger
 from recitation.extract.summary import SectionSummaryAgent, SummaryConfig
 from recitation.metrics.weighted import strip_given_first_sentence
 from recitation.models.base import Model
@@ -278,7 +278,7 @@ class ExtractJob(Job):
         agent = SectionSummaryAgent(helper, self.params.summary, self.recap_config().domain)
         seg = await agent.segment(chapter)
         for gen in agent.generations:
-            ledger.add("summary", gen, price_of(helper, gen))
+            ledger.add("summary", gen)
         states = [state_of(e.id, {"work_title": p["work_title"], "chapter_title": chapter.title,
                                   "characters": e.characters, "summary": e.summary,
                                   "first_sentence": e.first_sentence, "text": e.text})

@@ -1,10 +1,10 @@
 """Per-event state of an extraction, and cost accounting per pipeline stage.
 
 Every model call of the pipeline goes through a :class:`Tally` view of a model, which adds
-the call's prompts and tokens (and dollars, from the managed model's price table) to the
-event's :class:`Ledger` under a *stage* name. Per-method costs (RECAP appendix T) are sums of
-stages, see :data:`METHOD_STAGES`. Calls answered from the run store or the cache still count:
-the method needed them, whether or not this process paid for them.
+the call's prompts, tokens and dollars (``Generation.cost_usd``, priced by the managed model)
+to the event's :class:`Ledger` under a *stage* name. Per-method costs (RECAP appendix T) are
+sums of stages, see :data:`METHOD_STAGES`. Calls answered from the run store or the cache
+still count, at their price: the method needed them, whether or not this process paid.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 
 from recitation.extract.prompts import EventMeta
 from recitation.models.base import Generation, GenerationRequest, Message, Model, TokenScores
+from recitation.models.tokenizer import Tokenizer
 
 STAGES = ("summary", "prefix", "dsp", "verify", "jailbreak", "feedback", "refine")
 
@@ -56,49 +57,45 @@ class StageCost:
 class Ledger:
     stages: dict[str, StageCost] = field(default_factory=dict)
 
-    def add(self, stage: str, gen: Generation, dollars: float) -> None:
+    def add(self, stage: str, gen: Generation) -> None:
+        """Book one call, its tokens and its cost, to ``stage``."""
         c = self.stages.setdefault(stage, StageCost())
-        c.add(StageCost(1, gen.usage.input_tokens, gen.usage.output_tokens, dollars))
+        c.add(StageCost(1, gen.usage.input_tokens, gen.usage.output_tokens, gen.cost_usd))
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v.to_dict() for k, v in self.stages.items()}
 
 
-def price_of(model: Model, gen: Generation) -> float:
-    prices = getattr(model, "prices", None)
-    if prices is None:
-        return 0.0
-    return float(prices.cost(model.name, gen.usage.input_tokens, gen.usage.output_tokens))
-
-
 class Tally(Model):
-    """A view of ``inner`` that books every generation to ``ledgers[i]`` under ``stage``.
+    """A view of ``model`` whose :meth:`generate_for` books each generation to its event's
+    ledger under ``stage`` (requests of several events share one batched call)."""
 
-    ``owners[i]`` names the ledger of request ``i`` (requests of several events share one
-    batched call)."""
-
-    def __init__(self, inner: Model, stage: str) -> None:
-        self.inner = inner
+    def __init__(self, model: Model, stage: str) -> None:
+        self.model = model
         self.stage = stage
-        self.backend = inner.backend
-        self.name = inner.name
-        self.capabilities = inner.capabilities
+        self.backend = model.backend
+        self.name = model.name
+        self.capabilities = model.capabilities
 
     def identity(self) -> dict[str, Any]:
-        return self.inner.identity()
+        return self.model.identity()
+
+    def tokenizer(self) -> Tokenizer | None:
+        return self.model.tokenizer()
 
     async def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
-        return await self.inner.generate(requests)
+        return await self.model.generate(requests)
 
     async def generate_for(self, requests: list[GenerationRequest],
                            ledgers: list[Ledger]) -> list[Generation]:
-        gens = await self.inner.generate(requests) if requests else []
+        """Generate; the i-th generation is booked to ``ledgers[i]``."""
+        gens = await self.model.generate(requests) if requests else []
         for gen, ledger in zip(gens, ledgers, strict=True):
-            ledger.add(self.stage, gen, price_of(self.inner, gen))
+            ledger.add(self.stage, gen)
         return gens
 
     async def score(self, texts: list[str]) -> list[TokenScores]:
-        return await self.inner.score(texts)
+        return await self.model.score(texts)
 
 
 @dataclass

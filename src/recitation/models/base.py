@@ -7,6 +7,12 @@ A backend implements two async batch methods:
 * ``score(texts) -> list[TokenScores]`` — per-token log-probabilities of each text
   (only where ``capabilities.logprobs`` is true).
 
+and may expose its tokenizer (``tokenizer() -> Tokenizer | None``, where
+``capabilities.tokenizer`` is true). :class:`Capabilities` is all a method asks of a backend:
+what it can answer, whether it batches, whether it runs here (and so costs nothing). Methods
+never look behind the contract (no unwrapping of a managed model, no backend-name tests, no
+price tables): each :class:`Generation` and :class:`TokenScores` carries its own cost.
+
 Everything around a backend (response cache, run store, rate limits, retries, budgets,
 cost) lives in :mod:`recitation.models.managed` and talks to backends only through this
 contract, so any backend — or the scripted one used in unit tests — gets all of it.
@@ -19,6 +25,8 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
+
+from recitation.models.tokenizer import Tokenizer
 
 Role = Literal["system", "user", "assistant"]
 
@@ -112,6 +120,11 @@ class Generation:
     usage: Usage = field(default_factory=Usage)
     token_logprobs: tuple[float, ...] | None = None
     cached: bool = False  # served from a cache or the run store, not the backend
+    # What the call costs at the price table of the managed model that answered it (0 from a
+    # bare backend, and on a backend whose capabilities say ``local``). Replayed calls (run
+    # store, cache) carry the price of the call too, though nobody paid for it again. Not
+    # part of ``to_dict``: stored responses are price-free, the price is the run's.
+    cost_usd: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -150,6 +163,7 @@ class TokenScores:
     std_logprob: tuple[float, ...] | None = None
     usage: Usage = field(default_factory=Usage)
     cached: bool = False
+    cost_usd: float = 0.0  # as Generation.cost_usd
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -186,6 +200,12 @@ class Capabilities:
     # Greedy and seeded calls give the same answer again (so the cross-run cache may serve
     # them). False for APIs that ignore sampling settings (Anthropic's current API).
     reproducible: bool = True
+    # One generate()/score() call of many requests runs as one batch on the backend (so a
+    # managed model sends Limits.batch_size requests per call, not one).
+    batching: bool = False
+    tokenizer: bool = False  # Model.tokenizer() returns the model's own tokenizer
+    # The model runs on this machine: no per-token price, every call costs $0.
+    local: bool = False
 
 
 class Model(abc.ABC):
@@ -203,6 +223,11 @@ class Model(abc.ABC):
         from recitation.errors import UnsupportedRequest
 
         raise UnsupportedRequest(f"backend '{self.backend}' cannot return log-probabilities")
+
+    def tokenizer(self) -> Tokenizer | None:
+        """The model's own tokenizer, or None when the backend exposes none (say so in
+        ``capabilities.tokenizer``)."""
+        return None
 
     def identity(self) -> dict[str, Any]:
         """What distinguishes this model's outputs (goes into every cache key)."""

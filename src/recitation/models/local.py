@@ -36,6 +36,7 @@ from recitation.models.base import (
     TokenScores,
     Usage,
 )
+from recitation.models.tokenizer import HFTokenizer, Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -60,15 +61,12 @@ def smollm2_gguf_path() -> Path:
 
 
 def model_cache_dir() -> Path:
-    """``$RECITATION_MODEL_CACHE_DIR``, else ``$RECITATION_CACHE_DIR/models``, else the user
-    cache dir's ``models`` folder."""
-    from platformdirs import user_cache_dir
+    """``$RECITATION_MODEL_CACHE_DIR``, else the ``models`` folder of the cache directory
+    (:func:`recitation._cachedir.cache_dir`)."""
+    from recitation._cachedir import cache_dir
 
     explicit = os.environ.get("RECITATION_MODEL_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("RECITATION_CACHE_DIR") or user_cache_dir("recitation")
-    return Path(base) / "models"
+    return Path(explicit) if explicit else cache_dir() / "models"
 
 
 def resolve_model_path(spec: str) -> tuple[Path, str | None]:
@@ -102,9 +100,9 @@ class _Loaded:
 
 class LocalModel(Model):
     backend = "local"
-    batches = True
     capabilities = Capabilities(chat=True, completion=True, logprobs=True,
-                                full_distribution=True, seeded_sampling=True)
+                                full_distribution=True, seeded_sampling=True, batching=True,
+                                tokenizer=True, local=True)
 
     def __init__(self, model: str = "smollm2", *, threads: int | None = None,
                  score_batch_size: int = 8) -> None:
@@ -192,6 +190,10 @@ class LocalModel(Model):
         return target
 
     # -- the contract -----------------------------------------------------------------
+    def tokenizer(self) -> Tokenizer:
+        """The model's tokenizer (loads the model on first use)."""
+        return HFTokenizer(self.load().tokenizer)
+
     async def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
         return await asyncio.to_thread(self.generate_sync, requests)
 

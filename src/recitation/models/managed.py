@@ -12,6 +12,12 @@ know whether they talk to a bare backend or a managed one. For each call it
    honoured);
 4. records the call (tokens, latency, cost, error) in the run store and the cache.
 
+Every answer carries its cost (``Generation.cost_usd``, ``TokenScores.cost_usd``): its usage
+at this model's price table, $0 on a backend whose ``capabilities.local`` is true. Answers
+served from the run store or the cache carry the price of the call as well (what the method's
+call costs at this run's prices, so a resumed run books the same dollars as an uninterrupted
+one); only calls sent to the backend are paid, i.e. added to the budget and ``stats``.
+
 Calls that do not reproduce (sampled without a seed, or on a backend whose
 ``capabilities.reproducible`` is false) never come from the cross-run cache; within a run,
 the n-th identical such call is answered by the n-th recorded one, so a resumed run repeats
@@ -26,7 +32,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from recitation.errors import BackendError, BudgetExceeded
@@ -40,6 +46,7 @@ from recitation.models.base import (
 )
 from recitation.models.calllog import CallLog, CallRecord, ResponseStore
 from recitation.models.pricing import PriceTable
+from recitation.models.tokenizer import Tokenizer
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", Generation, TokenScores)
@@ -165,6 +172,15 @@ class ManagedModel(Model):
     async def aclose(self) -> None:
         await self.inner.aclose()
 
+    def tokenizer(self) -> Tokenizer | None:
+        return self.inner.tokenizer()
+
+    def cost(self, usage: Usage) -> float:
+        """What a call with this usage costs: by the price table, or $0 for a local model."""
+        if self.capabilities.local:
+            return 0.0
+        return self.prices.cost(self.name, usage.input_tokens, usage.output_tokens)
+
     async def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
         payloads = [r.to_dict() for r in requests]
         reproducible = self.capabilities.reproducible
@@ -207,7 +223,7 @@ class ManagedModel(Model):
                 out[i] = parse(hit, cached=True)
             else:
                 misses.append(i)
-        size = max(1, self.limits.batch_size if getattr(self.inner, "batches", False) else 1)
+        size = max(1, self.limits.batch_size if self.capabilities.batching else 1)
         chunks = [misses[j : j + size] for j in range(0, len(misses), size)]
 
         async def run_chunk(idx: list[int]) -> None:
@@ -220,7 +236,7 @@ class ManagedModel(Model):
 
         await _gather_all([run_chunk(c) for c in chunks])
         assert all(o is not None for o in out), "every call is answered or raises"
-        return [o for o in out if o is not None]
+        return [replace(o, cost_usd=self.cost(o.usage)) for o in out if o is not None]
 
     def _lookup_store(self, key: str, nth: int = 0) -> dict[str, Any] | None:
         hit = self.store.lookup_call(key, nth) if self.store is not None else None
@@ -287,7 +303,7 @@ class ManagedModel(Model):
         self.stats.backend_calls += len(idx)
         self.stats.backend_seconds += latency
         for i, res in zip(idx, results, strict=True):
-            cost = self.prices.cost(self.name, res.usage.input_tokens, res.usage.output_tokens)
+            cost = self.cost(res.usage)
             self.budget.add(res.usage, cost)
             self.stats.usage = self.stats.usage + res.usage
             self.stats.cost_usd += cost

@@ -2,7 +2,8 @@
 
 ``ScriptedModel(responder)`` answers each request with ``responder(request)``: a string, or an
 exception instance to raise (e.g. ``RateLimitError(...)`` to test retries). Every request is
-appended to ``.requests`` so tests can count calls.
+appended to ``.requests`` so tests can count calls. It stands in for any backend, an API
+included: it is not ``local``, so a price table prices its calls (cost accounting tests).
 """
 
 from __future__ import annotations
