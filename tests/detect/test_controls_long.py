@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from recitation.detect.controls_long import FAMOUS_KJV_LONG, KJV_DEVOTIONAL_LONG, MIN_WORDS
+from recitation.corpus.kjv import FAMOUS_PASSAGES_LONG
+from recitation.detect.controls_long import KJV_DEVOTIONAL_LONG, MIN_WORDS
 from recitation.detect.samples import load_samples
 
 scipy_stats = pytest.importorskip("scipy.stats")
@@ -28,7 +29,7 @@ def _words(texts: list[str]) -> list[int]:
 
 
 def test_sets_are_registered_as_sources(members: list[str], controls: list[str]) -> None:
-    assert len(members) == len(FAMOUS_KJV_LONG) == 20
+    assert len(members) == len(FAMOUS_PASSAGES_LONG) == 20
     assert len(controls) == len(KJV_DEVOTIONAL_LONG) == 20
     ids = [s.id for s in load_samples("builtin:kjv-devotional-long", "control")]
     assert ids[0] == "kjv-devotional-long:00" and len(set(ids)) == 20

@@ -7,15 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from recitation.corpus.tokenize import words
 from recitation.extract.filter import BETAS, memorization_score
-from recitation.extract.leak import (
-    LeakConfig,
-    guard,
-    leak_words,
-    longest_common_span,
-    measure,
-    summarize_leaks,
-)
+from recitation.extract.leak import LeakConfig, guard, measure, summarize_leaks
 from recitation.extract.verifier import combine, keyword_refusal, parse_judge
 
 GOLD = ("It was the best of times, it was the worst of times, it was the age of wisdom, it "
@@ -35,7 +29,7 @@ def test_planted_verbatim_leak_is_flagged_with_exact_span() -> None:
     hint = f"- You should have written: \u201c{planted.upper()}\u201d and more."
     s = measure(hint, GOLD)
     assert s.flagged
-    assert s.longest_span == len(leak_words(planted)) == 16
+    assert s.longest_span == len(words(planted)) == 16
     assert s.shared_ngrams == 16 - 8 + 1  # every 8-gram of the planted run
 
 
@@ -66,23 +60,11 @@ def test_fully_leaking_hint_is_blocked() -> None:
     assert g.blocked and g.text == ""
 
 
-def test_longest_common_span_against_brute_force() -> None:
-    import random
-
-    rng = random.Random(0)
-    for _ in range(50):
-        a = [rng.choice("abc") for _ in range(rng.randint(0, 12))]
-        b = [rng.choice("abc") for _ in range(rng.randint(0, 12))]
-        brute = max((k for i in range(len(a)) for j in range(len(b)) for k in range(1, 13)
-                     if a[i : i + k] == b[j : j + k] and len(a[i : i + k]) == k), default=0)
-        assert longest_common_span(a, b) == brute
-
-
 def test_summarize_leaks() -> None:
     stats = [measure(GOLD, GOLD).to_dict(), measure("nothing here", GOLD).to_dict()]
     agg = summarize_leaks(stats)
     assert agg["count"] == 2 and agg["flagged"] == 1
-    assert agg["max_longest_span"] == len(leak_words(GOLD))
+    assert agg["max_longest_span"] == len(words(GOLD))
 
 
 @pytest.mark.parametrize("loss,rouge,cos", [(0.0, 1.0, 1.0), (1.0, 0.0, 0.0), (0.5, 0.5, 0.5),

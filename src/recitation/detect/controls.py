@@ -2,8 +2,9 @@
 
 Members
 -------
-``FAMOUS_KJV_PASSAGES``: 20 of the most quoted multi-verse passages of the King James Bible
-(public domain), 40-98 words each. Any web-trained model has seen them many times.
+:data:`recitation.corpus.kjv.FAMOUS_PASSAGES`: 20 of the most quoted multi-verse passages of
+the King James Bible (public domain), 40-98 words each. Any web-trained model has seen them
+many times.
 
 Controls: text the model cannot have seen
 -----------------------------------------
@@ -33,14 +34,6 @@ trained before they were published; for models trained later, write new ones.
 """
 
 from __future__ import annotations
-
-FAMOUS_KJV_PASSAGES: tuple[str, ...] = (
-    "Genesis 1:1-3", "Psalms 23:1-4", "John 3:16-17", "Matthew 6:9-13",
-    "1 Corinthians 13:4-7", "Ecclesiastes 3:1-4", "John 1:1-5", "Matthew 5:3-8",
-    "Proverbs 3:5-7", "Isaiah 40:28-31", "Romans 8:38-39", "Philippians 4:6-7",
-    "Luke 2:10-12", "Psalms 1:1-3", "Joshua 1:8-9", "Jeremiah 29:11-13",
-    "Matthew 28:19-20", "Hebrews 11:1-3", "Genesis 1:26-27", "Psalms 46:1-3",
-)
 
 KJV_PASTICHE: tuple[str, ...] = (
     "And it came to pass in the days of the harvest, that the potter went down unto the "

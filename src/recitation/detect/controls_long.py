@@ -6,12 +6,12 @@ same design at that length (``kjv:famous-long`` vs ``builtin:kjv-devotional-long
 
 Members
 -------
-``FAMOUS_KJV_LONG``: 20 famous King James passages (public domain), whole chapters where the
-chapter is 250-420 words (Psalms 19, 27, 51, 91, 103, 139, Isaiah 53, 1 Corinthians 13) and
-the best-known whole paragraph of longer chapters otherwise (Genesis 1:1-13, Exodus 20:1-17,
-Ecclesiastes 3:1-15, Isaiah 40:21-31, Matthew 5:1-16, Matthew 6:19-34, Luke 2:1-20, John
-1:1-18, John 14:1-14, Romans 8:28-39, Hebrews 11:1-12, 1 John 4:7-21): 270-414 words, mean
-325, median 321.
+:data:`recitation.corpus.kjv.FAMOUS_PASSAGES_LONG`: 20 famous King James passages (public
+domain), whole chapters where the chapter is 250-420 words (Psalms 19, 27, 51, 91, 103, 139,
+Isaiah 53, 1 Corinthians 13) and the best-known whole paragraph of longer chapters otherwise
+(Genesis 1:1-13, Exodus 20:1-17, Ecclesiastes 3:1-15, Isaiah 40:21-31, Matthew 5:1-16,
+Matthew 6:19-34, Luke 2:1-20, John 1:1-18, John 14:1-14, Romans 8:28-39, Hebrews 11:1-12, 1
+John 4:7-21): 270-414 words, mean 325, median 321.
 
 Controls
 --------
@@ -41,14 +41,6 @@ published; for later models, write new ones.
 from __future__ import annotations
 
 MIN_WORDS = 250
-
-FAMOUS_KJV_LONG: tuple[str, ...] = (
-    "Genesis 1:1-13", "Exodus 20:1-17", "Psalms 19:1-14", "Psalms 27:1-14",
-    "Psalms 51:1-19", "Psalms 91:1-16", "Psalms 103:1-22", "Psalms 139:1-24",
-    "Ecclesiastes 3:1-15", "Isaiah 40:21-31", "Isaiah 53:1-12", "Matthew 5:1-16",
-    "Matthew 6:19-34", "Luke 2:1-20", "John 1:1-18", "John 14:1-14",
-    "Romans 8:28-39", "1 Corinthians 13:1-13", "Hebrews 11:1-12", "1 John 4:7-21",
-)
 
 KJV_DEVOTIONAL_LONG: tuple[str, ...] = (
     # the making of the springs and the high places (creation)

@@ -47,13 +47,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from recitation.corpus.chunking import split_at_word
 from recitation.detect.perturb import Perturb
 from recitation.metrics.ncd import Compressor
 from recitation.models.base import GenerationRequest
+from recitation.prompts import COPY_EXACTLY
 
 TaskName = Literal["completion", "code", "summarization"]
 SUMMARIZE_PROMPT = "Summarize the following text in one or two sentences.\n\n{text}"
-CONTINUE_PROMPT = "Continue this text exactly, word for word:\n\n{text}"
+CONTINUE_PROMPT = COPY_EXACTLY  # shared with the prefix probes: recitation.prompts
 # HumanEval's (Chen et al., 2021) stop sequences: the function body ends at the next
 # top-level statement
 CODE_STOP = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
@@ -116,11 +118,7 @@ def split_words(text: str, fraction: float = 0.8) -> tuple[str, str]:
     words = text.split()
     if len(words) < 2:
         raise ValueError(f"text too short to split into input and reference: {text!r}")
-    n = n_input(len(words), fraction)
-    pos = 0
-    for w in words[:n]:
-        pos = text.index(w, pos) + len(w)
-    return text[:pos], text[pos:].strip()
+    return split_at_word(text, n_input(len(words), fraction))
 
 
 def split_lines(code: str, fraction: float = 0.8) -> tuple[str, str]:

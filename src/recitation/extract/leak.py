@@ -13,40 +13,26 @@ A hint is *flagged* when ``longest_span >= max_span`` or ``shared_ngrams >= max_
 With ``block=True`` flagged lines of a hint are removed before it reaches the target model
 (:func:`guard`); a hint with nothing left is blocked entirely.
 
-Words are lower-cased alphanumeric runs (punctuation and quote marks ignored), so typography
-does not hide a copy. Text the prompt gives away by design (the event's first sentence) can
-be excluded with ``allowed``.
+Words are :func:`recitation.corpus.tokenize.words` (lower-cased, punctuation and quote marks
+ignored, typographic apostrophes folded), so typography does not hide a copy; the longest run
+is :func:`recitation.metrics.spans.longest_common_span`. Text the prompt gives away by
+design (the event's first sentence) can be excluded with ``allowed``.
 """
 
 from __future__ import annotations
 
-import difflib
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)?")
+from recitation.corpus.tokenize import words
+from recitation.metrics.spans import longest_common_span
 
 
-def leak_words(text: str) -> list[str]:
-    """Lower-cased word tokens (apostrophes inside words kept, other punctuation dropped)."""
-    return _WORD.findall(text.lower().replace("\u2019", "'"))
-
-
-def ngrams(words: Sequence[str], n: int) -> set[tuple[str, ...]]:
-    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
-
-
-def longest_common_span(a: Sequence[str], b: Sequence[str]) -> int:
-    """Length of the longest common contiguous word run (difflib's longest matching block
-    with no junk heuristic: the exact longest common substring, visiting only equal pairs)."""
-    if not a or not b:
-        return 0
-    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    return sm.find_longest_match(0, len(a), 0, len(b)).size
+def ngrams(tokens: Sequence[str], n: int) -> set[tuple[str, ...]]:
+    return {tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)}
 
 
 class LeakConfig(BaseModel):
@@ -74,10 +60,10 @@ class LeakStats:
         return asdict(self) | {"ngram_ratio": self.ngram_ratio}
 
 
-def _minus_allowed(words: list[str], allowed: Iterable[str], n: int) -> set[tuple[str, ...]]:
-    grams = ngrams(words, n)
+def _minus_allowed(tokens: list[str], allowed: Iterable[str], n: int) -> set[tuple[str, ...]]:
+    grams = ngrams(tokens, n)
     for text in allowed:
-        grams -= ngrams(leak_words(text), n)
+        grams -= ngrams(words(text), n)
     return grams
 
 
@@ -87,7 +73,7 @@ def measure(hint: str, gold: str, cfg: LeakConfig | None = None,
     on purpose) do not count, and the longest span ignores runs inside them."""
     cfg = cfg or LeakConfig()
     allowed = list(allowed)
-    hw, gw = leak_words(hint), leak_words(gold)
+    hw, gw = words(hint), words(gold)
     hint_grams = _minus_allowed(hw, allowed, cfg.n)
     shared = len(hint_grams & ngrams(gw, cfg.n))
     span = longest_common_span(hw, gw)
@@ -101,7 +87,7 @@ def _span_outside_allowed(hw: list[str], gw: list[str], allowed: list[str]) -> i
     """Longest span after blanking words of the hint covered by an allowed text."""
     mask = [False] * len(hw)
     for text in allowed:
-        aw = leak_words(text)
+        aw = words(text)
         k = len(aw)
         for i in range(len(hw) - k + 1):
             if k and hw[i : i + k] == aw:

@@ -1,7 +1,7 @@
 """Prefix probing: give the model the first part of a passage, compare what it writes next with
 the true continuation.
 
-Scores per passage (all on word tokens, see :func:`words`):
+Scores per passage (all on :func:`recitation.corpus.tokenize.words`):
 
 * ``lcp_words`` — longest common prefix of continuation and target, in words (HELM);
 * ``rouge_l`` — ROUGE-L precision / recall / F1 (rouge-score's tokenization, no stemming)
@@ -22,35 +22,20 @@ exactly, word for word").
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from recitation.corpus.chunking import split_at_word
+from recitation.corpus.kjv import FAMOUS_VERSES, OBSCURE_VERSES
+from recitation.corpus.tokenize import words
 from recitation.errors import CorpusError
 from recitation.extract import prompts
 from recitation.metrics.edit import longest_common_prefix
 from recitation.metrics.rouge import rouge_l
 from recitation.models.base import GenerationRequest, Model
+from recitation.prompts import copy_exactly
 from recitation.runs.jobs import Job, Table, WorkItem
-
-FAMOUS_KJV = [
-    "Genesis 1:1", "Exodus 20:13", "Psalms 23:1", "Proverbs 3:5", "Ecclesiastes 3:1",
-    "Matthew 5:5", "Matthew 6:9", "Matthew 7:7", "John 1:1", "John 3:16", "John 14:6",
-    "Romans 6:23",
-]
-OBSCURE_KJV = [
-    "1 Chronicles 1:5-8", "Numbers 7:54-57", "Ezra 2:3-8", "Nehemiah 3:4-6",
-    "1 Chronicles 6:22-26", "Genesis 36:20-23", "Joshua 15:21-25", "Numbers 26:35-37",
-    "Ezra 10:25-27", "1 Chronicles 2:42-45", "Nehemiah 7:43-46", "Leviticus 13:29-30",
-]
-
-_WORD = re.compile(r"\w+(?:'\w+)?")
-
-
-def words(text: str) -> list[str]:
-    """Lower-cased word tokens, punctuation dropped (so 'earth.' matches 'earth')."""
-    return [w.lower() for w in _WORD.findall(text)]
 
 
 class KjvPassage(BaseModel):
@@ -60,8 +45,8 @@ class KjvPassage(BaseModel):
 
 
 def _default_passages() -> list[KjvPassage]:
-    return [KjvPassage(ref=r, group="famous") for r in FAMOUS_KJV] + [
-        KjvPassage(ref=r, group="obscure") for r in OBSCURE_KJV
+    return [KjvPassage(ref=r, group="famous") for r in FAMOUS_VERSES] + [
+        KjvPassage(ref=r, group="obscure") for r in OBSCURE_VERSES
     ]
 
 
@@ -92,12 +77,13 @@ class PrefixProbeParams(BaseModel):
 
 
 def _split(text: str, max_words: int, fraction: float) -> tuple[str, str]:
-    """Cut to ``max_words`` whitespace words; prefix = the first ``fraction`` of them."""
+    """Cut to ``max_words`` whitespace words; prefix = the first ``fraction`` of them
+    (``floor``, at least one word on each side)."""
     toks = text.split()[:max_words]
     if len(toks) < 2:
         raise CorpusError(f"passage too short to split: {text!r}")
     k = min(len(toks) - 1, max(1, math.floor(len(toks) * fraction)))
-    return " ".join(toks[:k]), " ".join(toks[k:])
+    return split_at_word(" ".join(toks), k)
 
 
 class PrefixProbeJob(Job):
@@ -137,7 +123,7 @@ class PrefixProbeJob(Job):
             system, user = prompts.prefix_messages(self._title(), prefix, f"{prefix} {target}")
             return GenerationRequest.chat(user, system=system, **kw)
         if p.mode == "chat":
-            return GenerationRequest.chat(prompts.PREFIX_CHAT.format(prefix=prefix), **kw)
+            return GenerationRequest.chat(copy_exactly(prefix), **kw)
         return GenerationRequest(prompt=prefix, **kw)
 
     async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:

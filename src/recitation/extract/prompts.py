@@ -401,8 +401,8 @@ def refine_user(previous: str, hints: str, domain: Domain = "book") -> str:
 PREFIX_SYSTEM = 'According to "{work_title}", please complete the following text with \
 {words} words.'
 
-# ``prefix_prompt: continue`` (before issue 8): one user turn, no title, no length.
-PREFIX_CHAT = "Continue this text exactly, word for word:\n\n{prefix}"
+# ``prefix_prompt: continue`` (before issue 8) sends the copy-exactly request shared with
+# PEARL: recitation.prompts.copy_exactly.
 
 
 def prefix_messages(work_title: str, first_sentence: str, gold: str) -> tuple[str, str]:

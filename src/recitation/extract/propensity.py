@@ -29,9 +29,8 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from recitation.corpus.tokenize import sent_tokenize
+from recitation.corpus.tokenize import sent_tokenize, words
 from recitation.extract import prompts
-from recitation.extract.leak import leak_words
 from recitation.models.base import GenerationRequest, Model
 
 
@@ -89,14 +88,14 @@ class TextIndex:
 
     def __init__(self, text: str, n: int = 8) -> None:
         self.n = n
-        self.words = leak_words(text)
+        self.words = words(text)
         self.pos: dict[tuple[str, ...], list[int]] = defaultdict(list)
         for i in range(len(self.words) - n + 1):
             self.pos[tuple(self.words[i : i + n])].append(i)
 
     def spans(self, generation: str) -> list[tuple[int, int]]:
         """Maximal (start, length) word spans of the generation found verbatim in the text."""
-        g = leak_words(generation)
+        g = words(generation)
         out: list[tuple[int, int]] = []
         i = 0
         while i <= len(g) - self.n:
@@ -130,7 +129,7 @@ def measure_set(index: TextIndex, generations: list[str]) -> SetMetrics:
     longest, with_span, covered, total, full = [], 0, 0, 0, 0
     for gen in generations:
         spans = index.spans(gen)
-        n_words = len(leak_words(gen))
+        n_words = len(words(gen))
         longest.append(max((k for _, k in spans), default=0))
         with_span += bool(spans)
         covered += sum(k for _, k in spans)

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -124,6 +124,16 @@ def span_tokens(text: str, *, profile: TokenProfile = "folded") -> list[str]:
     t = _WS.sub(" ", t)
     t = _DELETE[profile].sub("", t)
     return legacy_word_tokenize(t.strip())
+
+
+def longest_common_span(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
+    """Length of the longest common contiguous run of two token sequences (the longest
+    common substring over tokens): ``difflib``'s longest matching block without the junk
+    heuristic, which visits only pairs of equal tokens (O(n + m + equal pairs))."""
+    if not a or not b:
+        return 0
+    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    return sm.find_longest_match(0, len(a), 0, len(b)).size
 
 
 def matching_blocks(gold: Sequence[str], cand: Sequence[str]) -> list[tuple[int, int, int]]:
