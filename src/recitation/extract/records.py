@@ -16,8 +16,6 @@ from recitation.extract.prompts import EventMeta
 from recitation.models.base import Generation, GenerationRequest, Message, Model, TokenScores
 from recitation.models.tokenizer import Tokenizer
 
-STAGES = ("summary", "prefix", "dsp", "verify", "jailbreak", "feedback", "refine")
-
 METHOD_STAGES: dict[str, tuple[str, ...]] = {
     "prefix": ("prefix", "prefix_verify"),
     "dsp": ("summary", "dsp"),
