@@ -8,6 +8,7 @@ lies about its backend fails here.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -120,3 +121,19 @@ async def test_openai_requests_go_one_per_backend_call(remote: OpenAIModel,
     await remote.aclose()
     assert spy.sizes == [1] * 5
     assert [g.text for g in out] == [g.text for g in await local_model.generate(five_prompts())]
+
+
+# -- one cache directory ---------------------------------------------------------------------
+def test_models_and_responses_share_one_cache_directory(monkeypatch: pytest.MonkeyPatch,
+                                                         tmp_path: Path) -> None:
+    from recitation._cachedir import cache_dir
+    from recitation.models.local import model_cache_dir
+    from recitation.runs.store import default_cache_path
+
+    monkeypatch.setenv("RECITATION_CACHE_DIR", str(tmp_path / "c"))
+    monkeypatch.delenv("RECITATION_MODEL_CACHE_DIR", raising=False)
+    assert cache_dir() == tmp_path / "c"
+    assert model_cache_dir() == tmp_path / "c" / "models"
+    assert default_cache_path() == tmp_path / "c" / "responses.sqlite"
+    monkeypatch.setenv("RECITATION_MODEL_CACHE_DIR", str(tmp_path / "weights"))
+    assert model_cache_dir() == tmp_path / "weights"
