@@ -195,11 +195,11 @@ def _warn_short_references(job: Any) -> None:
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
-    from recitation.detect.report import estimate_calls, finalize_run
+    from recitation.detect.report import estimate_calls
     from recitation.models.registry import capabilities_of
     from recitation.runs.console import console, execute_and_print
     from recitation.runs.jobs import make_job
-    from recitation.runs.runner import create_run
+    from recitation.runs.runner import create_run, stored_report
 
     cfg = build_config(args)
     job = make_job("detect", cfg.params, cfg.seed)
@@ -220,8 +220,8 @@ def cmd_detect(args: argparse.Namespace) -> int:
     if args.estimate_only:
         return 0
     run_dir = create_run(cfg, args.runs_dir)
-    code = execute_and_print(run_dir)
-    report = finalize_run(run_dir)
+    code = execute_and_print(run_dir)  # the run's finalize step stores the report
+    report = stored_report(run_dir) or {"detectors": {}}
     console.print(f"scores: results table; calibrated verdicts: meta 'detect_report' in "
                   f"{run_dir / 'run.sqlite'} ({len(report['detectors'])} detectors)")
     return code

@@ -15,6 +15,7 @@ sharing the run's store, cache and budget).
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -48,7 +49,7 @@ from recitation.detect.perturb import (
 )
 from recitation.detect.recall import DEFAULT_SHOTS as DEFAULT_RECALL_SHOTS
 from recitation.detect.recall import build_prefix, recall_score
-from recitation.detect.samples import Sample, load_samples
+from recitation.detect.samples import Sample, load_samples, source_file
 from recitation.detect.whitebox import DetectorScore, whitebox_scores
 from recitation.errors import ConfigError
 from recitation.metrics.ncd import Compressor
@@ -132,6 +133,8 @@ class DetectJob(Job):
     _prefix: tuple[set[str], str] | None = None
 
     def samples(self) -> list[Sample]:
+        if self.stored_items is not None:  # restored from a run: its stored samples
+            return [Sample.from_dict(it.payload) for it in self.stored_items]
         p = self.params
         out: list[Sample] = []
         for spec in p.members:
@@ -142,6 +145,17 @@ class DetectJob(Job):
 
     def items(self) -> list[WorkItem]:
         return [WorkItem(f"{s.label}:{s.id}", s.to_dict()) for s in self.samples()]
+
+    def input_files(self) -> dict[str, Path]:
+        """The sample files (and a DC-PDD corpus file) the run reads, for its fingerprint."""
+        p, out = self.params, {}
+        for role in ("members", "controls"):
+            for i, spec in enumerate(getattr(p, role)):
+                if (path := source_file(spec)) is not None:
+                    out[f"params.{role}[{i}]"] = path
+        if "dcpdd" in p.detectors and p.dcpdd_corpus != DEFAULT_DCPDD_CORPUS:
+            out["params.dcpdd_corpus"] = Path(p.dcpdd_corpus).expanduser()
+        return out
 
     def task_input(self, s: Sample) -> TaskInput:
         task = s.task if self.params.task == "auto" else self.params.task
@@ -334,9 +348,8 @@ class DetectJob(Job):
                 "temperature": p.temperature}
 
     def _reference_model(self, cfg: ModelConfig, target: Model) -> Model:
-        """From the run context when the runner bound one (shares store, cache, budget)."""
-        ref = (self.context.model_for(cfg) if self.context is not None
-               else reference_model(cfg, target))
+        """From the run's context (shares its store, cache, budget and price table)."""
+        ref = self.model_for(cfg, target)
         if ref is target or ref.identity() == target.identity():
             raise ConfigError("params.reference_model: the reference model must differ "
                               "from the audited model")
@@ -347,20 +360,15 @@ class DetectJob(Job):
 
         return report_table(build_report([r for _, r in records], self.params, self.seed))
 
+    def finalize(self, records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+        """The calibrated report over every stored sample (built once per execute)."""
+        from recitation.detect.report import build_report
 
-def reference_model(cfg: ModelConfig, target: Model) -> Model:
-    """The reference backend, managed like the target (same store, cache and budget), for
-    jobs run outside the runner (which provides ``RunContext.model_for``)."""
-    from recitation.models.managed import Limits, ManagedModel, RetryPolicy
-    from recitation.models.registry import build_backend
+        return build_report([r for _, r in records], self.params, self.seed)
 
-    inner = build_backend(cfg)
-    if not isinstance(target, ManagedModel):
-        return inner
-    return ManagedModel(
-        inner, store=target.store, cache=target.cache,
-        retry=RetryPolicy(max_attempts=cfg.max_attempts, base_delay=cfg.retry_base_delay),
-        limits=Limits(concurrency=cfg.concurrency, batch_size=cfg.batch_size,
-                      requests_per_minute=cfg.requests_per_minute,
-                      tokens_per_minute=cfg.tokens_per_minute),
-        budget=target.budget, prices=target.prices)
+    def summary(self, records: list[tuple[str, dict[str, Any]]],
+                report: dict[str, Any] | None) -> Table:
+        from recitation.detect.report import report_table
+
+        return report_table(report) if report is not None else self.summarize(records)
+

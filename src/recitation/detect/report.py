@@ -1,8 +1,11 @@
 """Turn stored detect records into calibrated verdicts and metrics; estimate a run's calls.
 
-``build_report`` is pure (records in, JSON-serializable report out); ``finalize_run`` writes
-the report into the run store (meta key ``detect_report``; shift warnings also as events),
-so scores (per item, in ``results``) and verdicts (in ``meta``) both live in the run store.
+``build_report`` is pure (records in, JSON-serializable report out). The detect job's
+``finalize`` returns it and the runner stores it at the end of every execute, first run and
+every resume (meta key ``detect_report``; the shift guard's warnings, under ``warnings``,
+also as run events), so scores (per item, in ``results``) and verdicts (in ``meta``) both
+live in the run store, and a resumed run's report covers every sample. ``finalize_run``
+rebuilds it the same way for a stored run.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from recitation.detect.calibrate import (
     shift_guard,
     verdicts,
 )
+from recitation.errors import ConfigError
 from recitation.runs.jobs import Table
 
 if TYPE_CHECKING:
@@ -114,6 +118,7 @@ def build_report(records: list[dict[str, Any]], params: DetectParams,
                               "detectors": {}}
     if member_texts and len(control_texts) >= 2:
         report["shift"] = shift_guard(member_texts, control_texts, seed=seed)
+    report["warnings"] = list(report.get("shift", {}).get("warnings", []))
     for name, d in sorted(_by_detector(records).items()):
         report["detectors"][name] = _detector_report(name, d, texts, params, seed)
     report["errors"] = {r["sample"]["id"]: r["errors"] for r in records if r.get("errors")}
@@ -211,27 +216,18 @@ def report_table(report: dict[str, Any]) -> Table:
 
 
 def finalize_run(run_dir: Path) -> dict[str, Any]:
-    """Build the report from a detect run's stored records and store it in the run."""
-    from recitation.runs.config import parse_config
-    from recitation.runs.jobs import make_job
-    from recitation.runs.store import RunStore
+    """Rebuild and store the report of a stored detect run, the way every execute ends
+    (:func:`recitation.runs.runner.finalize_run`: the job's ``finalize``)."""
+    from recitation.runs.runner import finalize_run as finalize_stored
 
-    with RunStore(run_dir) as store:
-        cfg = parse_config(store.get_meta("config"), source=f"{run_dir} config")
-        job = make_job(cfg.job, cfg.params, cfg.seed)
-        records = [r for _, r in store.results(job.name)]
-        params: DetectParams = job.params  # type: ignore[assignment]
-        report = build_report(records, params, cfg.seed)
-        store.set_meta("detect_report", report)
-        for w in report.get("shift", {}).get("warnings", []):
-            store.log_event("warning", w)
+    report = finalize_stored(run_dir)
+    if report is None:
+        raise ConfigError(f"{run_dir}: not a detect run (its job makes no report)")
     return report
 
 
 def estimate_calls(job: DetectJob, cfg: RunConfig, *, logprobs: bool = True) -> dict[str, Any]:
     """Model calls, tokens and cost a run of ``job`` will need (before any call is made)."""
-    from recitation.models.pricing import Price, PriceTable
-
     samples = job.samples()
     p = job.params
     out: dict[str, Any] = {"samples": len(samples), "generate_calls": 0, "score_calls": 0,
@@ -249,7 +245,7 @@ def estimate_calls(job: DetectJob, cfg: RunConfig, *, logprobs: bool = True) -> 
         out["input_tokens"] += per * sum(max(1, len(s.text) // 4) for s in samples)
         if p.reference_model is not None and "whitebox" in p.detectors:
             out["reference_score_calls"] = len(samples)
-    table = PriceTable({k: Price(v.input, v.output) for k, v in cfg.prices.items()})
+    table = cfg.price_table()
     out["model_calls"] = (out["generate_calls"] + out["score_calls"]
                           + out["reference_score_calls"])
     out["estimated_cost_usd"] = table.cost(cfg.model.model, out["input_tokens"],

@@ -147,18 +147,19 @@ def _check_models_and_methods(args: argparse.Namespace) -> None:
 
 
 def export_run(run_dir: Path, out: str | None) -> list[Path]:
-    """Write the extraction file(s) of a run; returns their paths."""
+    """Write the extraction file(s) of a run from its store alone (the book as stored when
+    the run was created: the book file may have moved); returns their paths."""
     from recitation.extract.job import ExtractJob, skipped_in
     from recitation.extract.report import build_book, extraction_filename, write_extraction
-    from recitation.runs.config import parse_config
-    from recitation.runs.jobs import make_job
+    from recitation.runs.runner import load_job
     from recitation.runs.store import RunStore
 
     with RunStore(run_dir) as store:
-        cfg = parse_config(store.get_meta("config"), source=f"{run_dir} config")
+        cfg, job = load_job(store)
         records = list(store.results("extract"))
-    job = make_job("extract", cfg.params, cfg.seed)
-    assert isinstance(job, ExtractJob)
+    if not isinstance(job, ExtractJob):
+        raise ConfigError(f"{run_dir}: a '{cfg.job}' run, not an extract run: nothing to "
+                          "export")
     skipped = skipped_in(records)
     records = job.complete_records(records)  # failed events count 0, as released
     source = job.book()

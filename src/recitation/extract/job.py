@@ -9,7 +9,13 @@ short mid-way replays its completed calls from the run store.
 Models: the run's ``model`` is the *target*. ``params.helper`` (feedback agent and summary
 agent) and ``params.judge`` (verbatim verifier) are their own model configs; left empty they
 default to the target (helper) and the helper (judge). They share the target's run store,
-response cache, budget and price table.
+response cache, budget and price table (``Job.model_for``; also for a job used outside the
+runner).
+
+Inputs: the book is read once, when the run is created; the run stores the work items (each
+event's or chapter's text and metadata) and the whole book as the job's snapshot, so a
+resume, the summary and ``recitation extract --export`` never read the file again (it may be
+moved away); a book file changed in place is refused on resume.
 
 Requirements: before the first model call of a run (and of every resume) the job checks what
 each requested method needs beyond the models (:func:`missing_requirements`: ``recap_filter``
@@ -162,9 +168,24 @@ class ExtractJob(Job):
         self._skipped: dict[str, str] | None = None
 
     def book(self) -> Book:
+        """The source book: read from ``params.book`` once; a job restored from its run
+        has it from the run's snapshot (the file may have moved since)."""
         if self._book is None:
             self._book = load_book(self.params.book, self.params.format)
         return self._book
+
+    def input_files(self) -> dict[str, Path]:
+        return {"params.book": Path(self.params.book)}
+
+    def snapshot(self) -> dict[str, Any]:
+        """The whole source book (structure, metadata, texts, extra fields): what the
+        export, the summary and the filter's parrot model need after the run."""
+        return {"book": self.book().model_dump(mode="json")}
+
+    def restore(self, items: list[WorkItem], snapshot: dict[str, Any]) -> None:
+        super().restore(items, snapshot)
+        if "book" in snapshot:
+            self._book = Book.model_validate(snapshot["book"])
 
     def items(self) -> list[WorkItem]:
         p, book = self.params, self.book()
@@ -202,12 +223,8 @@ class ExtractJob(Job):
         if cfg is None:
             model = target if role == "helper" else self._model_for("helper", self.params.helper,
                                                                     target)
-        elif self.context is not None:  # shares the run's store, cache and budget
-            model = self.context.model_for(cfg)
-        else:  # library use without a run
-            from recitation.models.registry import build_backend
-
-            model = build_backend(cfg)
+        else:  # shares the run's store, cache, budget and price table
+            model = self.model_for(cfg, target)
         self._models[role] = model
         return model
 
@@ -262,7 +279,7 @@ class ExtractJob(Job):
         never segmented have no events to count."""
         done = dict(records)
         out: list[tuple[str, dict[str, Any]]] = []
-        for it in self.items():
+        for it in self.work_items():
             if it.id in done:
                 out.append((it.id, done[it.id]))
             elif it.payload["kind"] == "event":

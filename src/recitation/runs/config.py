@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from recitation.errors import ConfigError
 from recitation.models.config import ModelConfig
+from recitation.models.pricing import Price, PriceTable
 
 __all__ = ["BudgetConfig", "ModelConfig", "PriceConfig", "RunConfig", "format_validation_error",
            "load_config", "parse_config"]
@@ -62,6 +63,10 @@ class RunConfig(_Strict):
     prices: dict[str, PriceConfig] = {}
     cache: bool = True
     params: dict[str, Any] = {}
+
+    def price_table(self) -> PriceTable:
+        """The built-in price table extended by this config's ``prices``."""
+        return PriceTable({k: Price(v.input, v.output) for k, v in self.prices.items()})
 
 
 def format_validation_error(err: ValidationError, prefix: str = "") -> str:

@@ -9,6 +9,14 @@ One failing item never kills a run: when a chunk fails, its items are retried on
 (their completed calls are served from the store); items that still fail are recorded as
 events and left for a later resume. A budget that runs out stops the run cleanly with
 status ``budget_exhausted``.
+
+The run keeps what it needs (see :mod:`recitation.runs.jobs`): the work items with their
+inputs, the job's snapshot and a fingerprint of its input files are stored when the run is
+created; every later execute, summary or export restores the job from the store and never
+reads the user's files again, except to check on resume that a file still there has not
+changed (:mod:`recitation.runs.inputs`). At the end of every execute (first run and every
+resume, also on a budget stop or with failed items) the job's ``finalize`` builds the run's
+report once, stored as meta ``<job>_report``; summaries show the stored report.
 """
 
 from __future__ import annotations
@@ -28,11 +36,16 @@ from typing import Any
 from recitation import __version__
 from recitation.errors import BackendError, BudgetExceeded, ConfigError, StoreError
 from recitation.models import registry
-from recitation.models.managed import Budget, CallStats, Limits, ManagedModel, RetryPolicy
-from recitation.models.pricing import Price, PriceTable
-from recitation.runs.config import ModelConfig, RunConfig, parse_config
+from recitation.models.managed import CallStats, ManagedModel
+from recitation.runs.config import RunConfig, parse_config
+from recitation.runs.factory import ModelSet, build_managed
+from recitation.runs.inputs import check_inputs, fingerprint
 from recitation.runs.jobs import Job, Table, WorkItem, make_job
 from recitation.runs.store import ResponseCache, RunStore, default_cache_path
+
+__all__ = ["RunOutcome", "build_managed", "create_run", "default_runs_dir", "execute",
+           "finalize_run", "find_run", "list_runs", "load_job", "report_key", "stored_report",
+           "summarize_run"]
 
 log = logging.getLogger(__name__)
 
@@ -62,28 +75,15 @@ def _git_commit() -> str | None:
         return None
 
 
-def build_managed(cfg: RunConfig, *, store: RunStore | None,
-                  cache: ResponseCache | None) -> ManagedModel:
-    """The run's model: the backend wrapped with the run's store, cache, limits, budget and
-    prices (the store and cache are the models' call log and response store)."""
-    m = cfg.model
-    return ManagedModel(
-        registry.build_backend(m),  # looked up at call time: tests replace it
-        store=store,
-        cache=cache if cfg.cache else None,
-        retry=RetryPolicy(max_attempts=m.max_attempts, base_delay=m.retry_base_delay),
-        limits=Limits(concurrency=m.concurrency, batch_size=m.batch_size,
-                      requests_per_minute=m.requests_per_minute,
-                      tokens_per_minute=m.tokens_per_minute),
-        budget=Budget(max_tokens=cfg.budget.max_tokens, max_dollars=cfg.budget.max_dollars),
-        prices=PriceTable({k: Price(v.input, v.output) for k, v in cfg.prices.items()}),
-    )
-
-
 def create_run(cfg: RunConfig, runs_dir: Path | None = None) -> Path:
-    # Validate everything that can fail early (job params, backend, API key) before the run
-    # directory exists, so a bad config leaves nothing behind.
-    make_job(cfg.job, cfg.params, cfg.seed).items()  # reads the inputs: errors surface now
+    """A new run directory for ``cfg``, with the job's items, snapshot and input
+    fingerprint stored: the only time the job reads the user's files."""
+    # Validate everything that can fail early (job params, inputs, backend, API key) before
+    # the run directory exists, so a bad config leaves nothing behind.
+    job = make_job(cfg.job, cfg.params, cfg.seed)
+    items = job.items()  # reads the inputs: errors surface now
+    _check_ids(cfg.job, items)
+    snapshot, prints = job.snapshot(), fingerprint(job.input_files())
     registry.build_backend(cfg.model)
     runs_dir = runs_dir or default_runs_dir()
     run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{cfg.name or cfg.job}-{secrets.token_hex(3)}"
@@ -96,8 +96,65 @@ def create_run(cfg: RunConfig, runs_dir: Path | None = None) -> Path:
         store.set_meta("created", time.time())
         store.set_meta("versions", _versions())
         store.set_meta("git_commit", _git_commit())
+        _store_inputs(store, items, snapshot, prints)
         store.set_meta("status", "created")
     return run_dir
+
+
+def _check_ids(job: str, items: list[WorkItem]) -> None:
+    ids = [it.id for it in items]
+    if len(set(ids)) != len(ids):
+        raise ConfigError(f"job '{job}' produced duplicate item ids")
+
+
+def _store_inputs(store: RunStore, items: list[WorkItem], snapshot: dict[str, Any],
+                  prints: dict[str, dict[str, Any]]) -> None:
+    store.put_items([(it.id, it.payload) for it in items])
+    store.set_snapshot(snapshot)
+    store.set_meta("input_files", prints)  # written last: marks the inputs as stored
+
+
+def load_job(store: RunStore, *, check: bool = False) -> tuple[RunConfig, Job]:
+    """The run's config and its job, restored from the store (stored items and snapshot;
+    the user's files are not read). ``check``: on resume, refuse when an input file that is
+    still readable has changed (:func:`recitation.runs.inputs.check_inputs`), and note the
+    inputs that are gone. A run created before items were stored gets them now."""
+    cfg = parse_config(store.get_meta("config"), source=f"{store.run_dir} config")
+    job = make_job(cfg.job, cfg.params, cfg.seed)
+    prints = store.get_meta("input_files")
+    if prints is None:  # an older run: store its inputs as they are now
+        items = job.items()
+        _check_ids(cfg.job, items)
+        _store_inputs(store, items, job.snapshot(), fingerprint(job.input_files()))
+        prints = store.get_meta("input_files")
+    stored = [WorkItem(i, p) for i, p in store.items()]
+    if check:
+        gone = check_inputs(prints, lambda: _item_diff(cfg, stored))
+        for label in gone:
+            msg = (f"{label} ({prints[label]['path']}) is gone; resuming from the run's "
+                   "stored items")
+            log.warning(msg)
+            store.log_event("warning", msg)
+    job.restore(stored, store.snapshot())
+    return cfg, job
+
+
+def _item_diff(cfg: RunConfig, stored: list[WorkItem]) -> str:
+    """Which work items the changed inputs would change (for the refusal message)."""
+    from recitation.errors import RecitationError
+
+    try:
+        now = {it.id: it.payload for it in make_job(cfg.job, cfg.params, cfg.seed).items()}
+    except RecitationError as e:
+        return f"the job cannot read its inputs now: {e}"
+    before = {it.id: it.payload for it in stored}
+    differ = [i for i in before if i in now and now[i] != before[i]]
+    added, removed = [i for i in now if i not in before], [i for i in before if i not in now]
+    parts = [f"{len(xs)} {what} ({', '.join(xs[:3])}{', ...' if len(xs) > 3 else ''})"
+             for xs, what in ((differ, "work item(s) differ"), (added, "new"),
+                              (removed, "gone")) if xs]
+    return ("of the run's work items: " + "; ".join(parts)) if parts else \
+        "the work items are unchanged, but the job may read more of the file"
 
 
 def find_run(ref: str, runs_dir: Path | None = None) -> Path:
@@ -125,14 +182,13 @@ class RunOutcome:
 
 async def execute(run_dir: Path, *, progress: Progress | None = None,
                   use_cache: bool | None = None) -> RunOutcome:
-    """Run (or resume) every unfinished item of the run in ``run_dir``."""
+    """Run (or resume) every unfinished item of the run in ``run_dir``, then finalize it."""
     with RunStore(run_dir) as store:
-        cfg = parse_config(store.get_meta("config"), source=f"{run_dir} config")
-        job = make_job(cfg.job, cfg.params, cfg.seed)
+        cfg, job = load_job(store, check=True)  # a changed input: refused, nothing written
         want_cache = cfg.cache if use_cache is None else use_cache
         cache = ResponseCache(default_cache_path()) if want_cache else None
         model = build_managed(cfg, store=store, cache=cache)
-        context = _Context(run_dir, cfg, store, cache, model)
+        context = _Context(run_dir, cfg, model)
         job.bind(context)
         try:
             return await _execute(run_dir, store, cfg, job, context, progress)
@@ -142,44 +198,12 @@ async def execute(run_dir: Path, *, progress: Progress | None = None,
                 cache.close()
 
 
-class _Context:
-    """The runner's :class:`~recitation.runs.jobs.RunContext`."""
+class _Context(ModelSet):
+    """The runner's :class:`~recitation.runs.jobs.RunContext`: the run's target and its
+    secondary models (:func:`recitation.runs.factory.secondary_model`)."""
 
-    def __init__(self, run_dir: Path, cfg: RunConfig, store: RunStore,
-                 cache: ResponseCache | None, target: ManagedModel) -> None:
-        self.run_dir = run_dir
-        self.seed = cfg.seed
-        self._cfg, self._store, self._cache, self.target = cfg, store, cache, target
-        self._models: dict[str, ManagedModel] = {}
-
-    def model_for(self, config: ModelConfig) -> ManagedModel:
-        key = config.model_dump_json()
-        if key == self._cfg.model.model_dump_json():
-            return self.target
-        if key not in self._models:
-            m = build_managed(self._cfg.model_copy(update={"model": config}),
-                              store=self._store, cache=self._cache)
-            m.budget = self.target.budget  # one budget for the whole run
-            self._models[key] = m
-        return self._models[key]
-
-    def stats(self) -> CallStats:
-        """Call statistics summed over the target and every extra model."""
-        total = CallStats()
-        for m in [self.target, *self._models.values()]:
-            s = m.stats
-            total.backend_calls += s.backend_calls
-            total.served_from_store += s.served_from_store
-            total.served_from_cache += s.served_from_cache
-            total.failures += s.failures
-            total.usage = total.usage + s.usage
-            total.cost_usd += s.cost_usd
-            total.backend_seconds += s.backend_seconds
-        return total
-
-    async def aclose(self) -> None:
-        for m in [self.target, *self._models.values()]:
-            await m.aclose()
+    def __init__(self, run_dir: Path, cfg: RunConfig, target: ManagedModel) -> None:
+        super().__init__(target, cfg.seed, run_dir, cfg.model)
 
 
 def _chunk_size(cfg: RunConfig) -> int:
@@ -189,10 +213,7 @@ def _chunk_size(cfg: RunConfig) -> int:
 async def _execute(run_dir: Path, store: RunStore, cfg: RunConfig, job: Job,
                    context: _Context, progress: Progress | None) -> RunOutcome:
     model = context.target
-    items = job.items()
-    ids = [it.id for it in items]
-    if len(set(ids)) != len(ids):
-        raise ConfigError(f"job '{cfg.job}' produced duplicate item ids")
+    items = job.work_items()
     done = store.done_items()
     todo = [it for it in items if it.id not in done]
     store.set_meta("status", "running")
@@ -223,6 +244,7 @@ async def _execute(run_dir: Path, store: RunStore, cfg: RunConfig, job: Job,
     store.set_meta("status", status)
     store.set_meta("model_seconds_last", t_model)
     store.set_meta("finished", time.time())
+    _finalize(store, job)
     return RunOutcome(run_dir, status, len(items), len(store.done_items()), failed,
                       context.stats(), t_model, message)
 
@@ -246,11 +268,53 @@ async def _run_chunk(store: RunStore, job: Job, model: ManagedModel,
     return []
 
 
-def summarize_run(run_dir: Path) -> tuple[Table, dict[str, Any]]:
+def report_key(job: Job) -> str:
+    """The meta key of a job's stored report: ``<job>_report`` (``detect_report``)."""
+    return f"{job.name}_report"
+
+
+def _finalize(store: RunStore, job: Job) -> dict[str, Any] | None:
+    """Build the job's report from every stored record, store it with the number of
+    records it covers, and log its new warnings as events."""
+    records = list(store.results(job.name))
+    report = job.finalize(records)
+    if report is None:
+        return None
+    store.set_meta(report_key(job), report)
+    store.set_meta(report_key(job) + "_records", len(records))
+    known = {e["message"] for e in store.events()}
+    for w in report.get("warnings") or []:
+        if w not in known:
+            store.log_event("warning", w)
+    return report
+
+
+def finalize_run(run_dir: Path) -> dict[str, Any] | None:
+    """(Re)build and store the report of the run in ``run_dir`` from its stored records
+    (what every execute ends with); None when the job makes no report."""
     with RunStore(run_dir) as store:
-        cfg = parse_config(store.get_meta("config"), source=f"{run_dir} config")
-        job = make_job(cfg.job, cfg.params, cfg.seed)
-        table = job.summarize(list(store.results(job.name)))
+        _, job = load_job(store)
+        return _finalize(store, job)
+
+
+def stored_report(run_dir: Path) -> dict[str, Any] | None:
+    """The report the run's last execute stored, if any."""
+    with RunStore(run_dir) as store:
+        _, job = load_job(store)
+        report: dict[str, Any] | None = store.get_meta(report_key(job))
+    return report
+
+
+def summarize_run(run_dir: Path) -> tuple[Table, dict[str, Any]]:
+    """The run's table (from its stored report when that covers every stored record, else
+    built from the records, without storing) and its meta, call totals and events."""
+    with RunStore(run_dir) as store:
+        _, job = load_job(store)
+        records = list(store.results(job.name))
+        report = store.get_meta(report_key(job))
+        if store.get_meta(report_key(job) + "_records") != len(records):
+            report = None  # stale (the run was killed after new results): not shown
+        table = job.summary(records, report)
         info = store.all_meta() | {"calls": store.call_totals(), "events": store.events()}
     return table, info
 

@@ -8,6 +8,13 @@ Tables
              a completed call.
 ``results``  one record per finished work item (primary key ``item_id``): resume skips them.
 ``events``   warnings and per-item failures ("recorded, retried or skipped").
+``items``    every work item of the job, in order, with its input (payload), written when the
+             run is created: a resume runs these, not the user's files read again.
+``snapshot`` what the job needs after the run besides its items (e.g. the extract job's book
+             structure), written when the run is created: reports and exports read it.
+
+The items and snapshot tables were added without a schema change: an older run gets them
+(empty) when opened, and the runner fills them from the job's inputs on its next execute.
 
 Every write commits at once; WAL with ``synchronous=NORMAL`` survives a killed process
 (``kill -9``) without losing committed rows.
@@ -61,6 +68,12 @@ CREATE TABLE IF NOT EXISTS results (
     record TEXT NOT NULL,
     created REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS items (
+    position INTEGER PRIMARY KEY,
+    item_id TEXT NOT NULL UNIQUE,
+    payload TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS snapshot (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     level TEXT NOT NULL,
@@ -194,6 +207,37 @@ class RunStore:
                 ).fetchall()
         for item_id, rec in rows:
             yield item_id, json.loads(rec)
+
+    # -- items and snapshot -------------------------------------------------------------
+    def put_items(self, items: list[tuple[str, dict[str, Any]]]) -> None:
+        """Store the job's work items ``(id, payload)`` in order (replacing any)."""
+        with self._lock:
+            self._db.execute("DELETE FROM items")
+            self._db.executemany(
+                "INSERT INTO items(position, item_id, payload) VALUES (?,?,?)",
+                [(i, item_id, json.dumps(payload)) for i, (item_id, payload)
+                 in enumerate(items)],
+            )
+            self._db.commit()
+
+    def items(self) -> list[tuple[str, dict[str, Any]]]:
+        """The stored work items ``(id, payload)`` in order (empty for an older run)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT item_id, payload FROM items ORDER BY position").fetchall()
+        return [(item_id, json.loads(payload)) for item_id, payload in rows]
+
+    def set_snapshot(self, snapshot: dict[str, Any]) -> None:
+        with self._lock:
+            self._db.execute("DELETE FROM snapshot")
+            self._db.executemany("INSERT INTO snapshot(key, value) VALUES (?, ?)",
+                                 [(k, json.dumps(v)) for k, v in snapshot.items()])
+            self._db.commit()
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            rows = self._db.execute("SELECT key, value FROM snapshot").fetchall()
+        return {k: json.loads(v) for k, v in rows}
 
     # -- events -----------------------------------------------------------------------
     def log_event(self, level: str, message: str, item_id: str | None = None) -> None:
