@@ -30,10 +30,11 @@ completions. Not supported (HTTP 400): streaming, ``n > 1``, token-id prompts, t
 Generated-token logprobs carry no token strings (the backend contract does not return them).
 
 Test instrumentation: every request is recorded in :attr:`ServerHandle.received`; a request
-lands in :attr:`ServerHandle.completed` only once the model's 200 answer was written to the
-socket in full — a client that went away first (killed, timed out) is never counted there but
-in :attr:`ServerHandle.aborted`. A ``fault_hook`` can answer any request with an injected
-fault (:class:`FaultAction`) instead.
+lands in :attr:`ServerHandle.completed` when the model's 200 answer is written to the socket
+(it is counted just before the write, so a client holding its answer always finds it there;
+a write that fails moves it out) — a client that went away first (killed, timed out) is never
+counted there but in :attr:`ServerHandle.aborted`. A ``fault_hook`` can answer any request
+with an injected fault (:class:`FaultAction`) instead.
 """
 
 from __future__ import annotations
@@ -161,6 +162,13 @@ class _Recorder:
         if self.keep:
             with self.lock:
                 bucket.append(info)
+
+    def move(self, src: list[RequestInfo], dst: list[RequestInfo], info: RequestInfo) -> None:
+        if self.keep:
+            with self.lock:
+                if info in src:
+                    src.remove(info)
+                dst.append(info)
 
 
 class _AbandoningExecutor(ThreadPoolExecutor):
@@ -330,6 +338,11 @@ class _Handler(BaseHTTPRequestHandler):
             recorder.add(recorder.aborted, info)
             self.close_connection = True
             return
+        # Counted before the write, so a client that has its answer never finds it missing
+        # from ``completed`` (recording after the write raced the client); a write that fails
+        # moves it to ``aborted``.
+        if counts:
+            recorder.add(recorder.completed, info)
         try:
             self.send_response(status)
             for name, value in headers.items():
@@ -340,11 +353,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(payload)
             self.wfile.flush()
         except OSError:
-            recorder.add(recorder.aborted, info)
+            if counts:
+                recorder.move(recorder.completed, recorder.aborted, info)
+            else:
+                recorder.add(recorder.aborted, info)
             self.close_connection = True
-            return
-        if counts:
-            recorder.add(recorder.completed, info)
 
 
 class ServerHandle:
