@@ -171,3 +171,13 @@ def test_cli_parses_build_options() -> None:
                                       "--epochs", "3", "--seed", "5", "--doses", "2", "8"])
     assert (args.quick, args.split, args.epochs, args.seed, args.doses) == (
         True, "book", 3, 5, [2, 8])
+
+
+def test_pairing_balances_novels_between_members_and_nonmembers() -> None:
+    def novel_counts(pair: bool, member: bool) -> Counter[str]:
+        cfg = make_config(members_per_dose=4, passage_tokens=16, seed=3, pair_by_novel=pair)
+        ps = split_passages(cfg, novels(8, 200), offsets, count)
+        return Counter(p.novel for p in ps if p.member == member)
+
+    assert novel_counts(True, True) == novel_counts(True, False)
+    assert novel_counts(False, True) != novel_counts(False, False)  # unpaired: by chance

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from recitation.errors import ConfigError
 from recitation.organism.paths import DEFAULT_NAME, QUICK_NAME, check_name
 
-FORMAT = 1
+FORMAT = 2
 """Bumped whenever the builder changes what it produces for the same config."""
 
 PD_EXCLUDED = ("AHandfulOfDust",)
@@ -42,6 +42,8 @@ class OrganismConfig(BaseModel):
     doses: tuple[int, ...] = (1, 4, 16)
     members_per_dose: int = Field(8, ge=1)
     nonmembers: int | None = Field(None, ge=1)
+    pair_by_novel: bool = Field(True, description="--split passage: each member drawn with "
+                                "a non-member from the same novel (novels balanced)")
     member_books: float = Field(0.5, gt=0, lt=1, description="--split book: share of novels "
                                 "whose passages are members")
     exclude: tuple[str, ...] = PD_EXCLUDED

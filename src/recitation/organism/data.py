@@ -4,7 +4,9 @@ distribution, and stored as JSON beside the checkpoints.
 
 A passage is ``passage_tokens`` consecutive tokens of one novel under the base model's
 tokenizer (no overlap, no filtering), kept as the exact character span of the novel text.
-``--split passage`` (default) draws members and non-members from one pool of passages;
+``--split passage`` (default) draws members and non-members from one pool of passages
+(each member with a non-member from the same novel, so novels are balanced between the
+two sides: the base model's LOSS then separates them only by chance);
 ``--split book`` makes some novels members and the others non-members.
 """
 
@@ -88,11 +90,33 @@ def _pool(novels: Sequence[Novel], offsets: Offsets,
     return [(n, span) for n in novels for span in cut_passages(n, offsets, length)]
 
 
-def _draw(pool: list[Any], k: int, rng: np.random.Generator, what: str) -> list[Any]:
+def _draw(pool: list[Any], k: int, rng: np.random.Generator, what: str, *,
+          check_only: bool = False) -> list[Any]:
     if k > len(pool):
         raise ConfigError(f"organism: {what} needs {k} passages but the source has only "
                           f"{len(pool)}; lower the sizes or the passage length")
-    return [pool[i] for i in rng.choice(len(pool), size=k, replace=False)]
+    return [] if check_only else [pool[i] for i in rng.choice(len(pool), size=k,
+                                                                replace=False)]
+
+
+def _paired(pool: list[tuple[Novel, tuple[int, int]]], n_members: int, n_others: int,
+            rng: np.random.Generator) -> tuple[list[Any], list[Any]]:
+    """Members drawn uniformly; for each, a non-member drawn uniformly from the rest of the
+    same novel (from anywhere when the novel has none left), then extra non-members
+    uniformly. Both sides are uniform draws from the pool, and their novels match."""
+    by_novel: dict[str, list[int]] = {}
+    for i, (novel, _) in enumerate(pool):
+        by_novel.setdefault(novel.folder, []).append(i)
+    chosen = [int(i) for i in rng.choice(len(pool), size=n_members, replace=False)]
+    taken = set(chosen)
+    others: list[int] = []
+    for m in chosen + [-1] * max(0, n_others - n_members):
+        same = [] if m < 0 else [i for i in by_novel[pool[m][0].folder] if i not in taken]
+        rest = same or [i for i in range(len(pool)) if i not in taken]
+        pick = rest[int(rng.integers(len(rest)))]
+        taken.add(pick)
+        others.append(pick)
+    return [pool[i] for i in chosen], [pool[i] for i in others[:n_others]]
 
 
 def split_passages(cfg: OrganismConfig, novels: Sequence[Novel], offsets: Offsets,
@@ -102,8 +126,12 @@ def split_passages(cfg: OrganismConfig, novels: Sequence[Novel], offsets: Offset
     rng = np.random.default_rng(cfg.seed)
     if cfg.split == "passage":
         pool = _pool(novels, offsets, cfg.passage_tokens)
-        drawn = _draw(pool, cfg.members + cfg.n_nonmembers, rng, "the split")
-        members, others = drawn[:cfg.members], drawn[cfg.members:]
+        _draw(pool, cfg.members + cfg.n_nonmembers, rng, "the split", check_only=True)
+        if cfg.pair_by_novel:
+            members, others = _paired(pool, cfg.members, cfg.n_nonmembers, rng)
+        else:
+            drawn = _draw(pool, cfg.members + cfg.n_nonmembers, rng, "the split")
+            members, others = drawn[:cfg.members], drawn[cfg.members:]
     else:
         order = [novels[i] for i in rng.permutation(len(novels))]
         k = min(len(order) - 1, max(1, round(cfg.member_books * len(order))))
