@@ -146,11 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
     from recitation.detect.cli import add_detect_parser
     from recitation.evaluate import add_evaluate_parser
     from recitation.extract.cli import add_extract_parser
+    from recitation.methods_cli import add_methods_parser
     from recitation.organism.cli import add_organism_parser
     from recitation.serve import add_serve_parser
 
     for add in (add_serve_parser, add_evaluate_parser, add_extract_parser, add_detect_parser,
-                add_organism_parser):
+                add_methods_parser, add_organism_parser):
         add(sub)
     return parser
 

@@ -39,10 +39,13 @@ def add_detect_parser(sub: Any) -> None:
                    help="text the model cannot have seen, same sources "
                    "(default builtin:kjv-devotional-long)")
     p.add_argument("--limit", type=int, default=None, help="samples per source")
+    from recitation.methods import families
+
     p.add_argument("--detectors", nargs="+", default=["pearl", "whitebox"],
-                   choices=["pearl", "whitebox", "recall", "dcpdd"],
+                   choices=families("detector"),
                    help="detector families (default pearl whitebox; recall: ReCaLL, dcpdd: "
-                   "DC-PDD, both need token log-probabilities)")
+                   "DC-PDD, both need token log-probabilities; 'recitation methods --kind "
+                   "detector' lists every method with its family)")
     _add_scoring_options(p)
     _add_pearl_options(p)
     p.add_argument("--reference-model", default=None, metavar="SPEC",

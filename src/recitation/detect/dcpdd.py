@@ -24,12 +24,16 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from recitation.detect.samples import Sample
+from recitation.detect.scoring import DetectorScore, SampleResult, ScoringContext
 from recitation.errors import ConfigError
-from recitation.models.base import TokenScores
+from recitation.methods import Access, Calls, MethodInfo
+from recitation.models.base import Model, TokenScores
 
 DEFAULT_A = 0.01
 DEFAULT_CORPUS = "kjv"
@@ -110,3 +114,59 @@ def corpus_documents(spec: str) -> Iterator[str]:
     if spec == DEFAULT_CORPUS:
         return _kjv_chapters()
     return _file_docs(Path(spec).expanduser())
+
+
+class DcpddDetector:
+    """The ``dcpdd`` family (a plug-in of the detect job, :mod:`recitation.detect.scoring`):
+    no call of its own; the reference corpus is counted with the target's tokenizer once per
+    job."""
+
+    family = "dcpdd"
+
+    def __init__(self) -> None:
+        self._freqs: TokenFrequencies | None = None
+
+    def token_frequencies(self, ctx: ScoringContext, model: Model) -> TokenFrequencies:
+        if self._freqs is None:
+            tok = model.tokenizer()
+            if tok is None:
+                raise ConfigError(f"dcpdd: backend '{model.backend}' exposes no tokenizer "
+                                  "to count the reference corpus with")
+            spec: str = ctx.params.dcpdd_corpus
+            self._freqs = count_tokens(corpus_documents(spec), tok.tokens, tok.vocab_size,
+                                       spec)
+        return self._freqs
+
+    def companion_texts(self, ctx: ScoringContext, samples: Sequence[Sample]) -> list[str]:
+        return []
+
+    async def score(self, ctx: ScoringContext, samples: Sequence[Sample],
+                    plain: Sequence[TokenScores], companions: Sequence[TokenScores],
+                    model: Model) -> dict[str, SampleResult]:
+        freqs = self.token_frequencies(ctx, model)
+        a: float = ctx.params.dcpdd_a
+        out: dict[str, SampleResult] = {}
+        for s, ts in zip(samples, plain, strict=True):
+            try:
+                v = dcpdd_score(ts, freqs, a)
+            except ValueError as e:
+                out[s.id] = SampleResult(error=str(e))
+                continue
+            out[s.id] = SampleResult([DetectorScore(s.id, "dcpdd", v, True)],
+                                     fields={"dcpdd": freqs.describe() | {"a": a}})
+        return out
+
+
+def _calls(p: Mapping[str, Any]) -> Calls:
+    return Calls(score=frozenset({"text"}))
+
+
+DCPDD = MethodInfo(
+    name="dcpdd", kind="detector", title="DC-PDD",
+    paper="Zhang et al. 2024 (DC-PDD, EMNLP 2024), as the authors' com_det_sco.py and MIMIR",
+    access=frozenset({Access.LOGPROBS, Access.TOKENIZER}), writes=("dcpdd",), calls=_calls,
+    calls_formula="1 score (the text, shared); the reference corpus is counted once",
+    job="detect", family="dcpdd",
+    summary="mean over first-occurrence tokens of min(p * log(1 / f), a), f the token's "
+    "frequency in a reference corpus (default: the KJV); higher means member",
+    runner="recitation.detect.dcpdd:DcpddDetector", options=("dcpdd_corpus", "dcpdd_a"))

@@ -3,10 +3,14 @@ controls, stored per sample; calibration and verdicts over the stored records.
 
 One work item per sample (members first, then controls). A chunk of items is processed with
 one batched ``generate`` call (every sample x perturbation x intensity x output of the chunk)
-and one batched ``score`` call (texts and their lower-cased forms); a reference model, when
-configured, gets one more ``score`` call; ReCaLL one more (each text after its non-member
-prefix); DC-PDD reuses the plain scores and counts a reference corpus with the target's
-tokenizer once per job. Every call goes through the run's
+and one batched ``score`` call (the texts and every score-based family's companion texts, e.g.
+their lower-cased forms); a reference model, when configured, gets one more ``score`` call;
+ReCaLL one more (each text after its non-member prefix); DC-PDD reuses the plain scores and
+counts a reference corpus with the target's tokenizer once per job.
+
+The score-based families (``whitebox``, ``recall``, ``dcpdd``) are plug-ins
+(:mod:`recitation.detect.scoring`) found through the method registry
+(:mod:`recitation.methods`): this job names none of them. Every call goes through the run's
 :class:`~recitation.models.managed.ManagedModel` (cache, run store, retries, budget): the
 reference backend comes from the run context (``RunContext.model_for``: a ManagedModel
 sharing the run's store, cache and budget).
@@ -20,14 +24,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from recitation import methods
 from recitation.detect.dcpdd import DEFAULT_A as DEFAULT_DCPDD_A
 from recitation.detect.dcpdd import DEFAULT_CORPUS as DEFAULT_DCPDD_CORPUS
-from recitation.detect.dcpdd import (
-    TokenFrequencies,
-    corpus_documents,
-    count_tokens,
-    dcpdd_score,
-)
 from recitation.detect.pearl import (
     MIN_REFERENCE_WORDS,
     PearlSettings,
@@ -48,12 +47,12 @@ from recitation.detect.perturb import (
     get_perturbation,
 )
 from recitation.detect.recall import DEFAULT_SHOTS as DEFAULT_RECALL_SHOTS
-from recitation.detect.recall import build_prefix, recall_score
 from recitation.detect.samples import Sample, load_samples, source_file
-from recitation.detect.whitebox import DetectorScore, whitebox_scores
+from recitation.detect.scoring import DetectorScore, SampleResult, ScoringDetector
 from recitation.errors import ConfigError
+from recitation.methods import Access
 from recitation.metrics.ncd import Compressor
-from recitation.models.base import Model, TokenScores
+from recitation.models.base import Model
 from recitation.models.tokenizer import HFTokenizer
 from recitation.models.tokenizer import Tokenizer as ModelTokenizer
 from recitation.runs.config import ModelConfig
@@ -61,10 +60,9 @@ from recitation.runs.jobs import Job, Table, WorkItem
 
 log = logging.getLogger(__name__)
 
-DetectorFamily = Literal["pearl", "whitebox", "recall", "dcpdd"]
-DETECTORS: tuple[DetectorFamily, ...] = ("pearl", "whitebox", "recall", "dcpdd")
-DEFAULT_DETECTORS: tuple[DetectorFamily, ...] = ("pearl", "whitebox")
-SCORING: frozenset[str] = frozenset({"whitebox", "recall", "dcpdd"})  # need score()
+DETECTORS: tuple[str, ...] = tuple(methods.families("detector"))  # from the registry
+DEFAULT_DETECTORS: tuple[str, ...] = ("pearl", "whitebox")
+GENERATING: frozenset[str] = frozenset({"pearl"})  # run by the job; the others are plug-ins
 BitflipTokenizer = Literal["auto", "o200k", "target"]
 
 
@@ -74,7 +72,7 @@ class DetectParams(BaseModel):
     controls: list[str] = Field(default_factory=lambda: ["builtin:kjv-devotional-long"])
     limit: int | None = Field(None, ge=1)  # samples per source
     passage_words: int = Field(250, ge=8)  # book sources; PEARL samples >= 250 words
-    detectors: list[DetectorFamily] = Field(default_factory=lambda: list(DEFAULT_DETECTORS))
+    detectors: list[str] = Field(default_factory=lambda: list(DEFAULT_DETECTORS))
     task: Literal["auto", "completion", "summarization"] = "auto"
     mode: Literal["completion", "chat"] = "completion"
     perturbations: list[str] = Field(default_factory=lambda: ["bitflip", "synonym"])
@@ -99,6 +97,16 @@ class DetectParams(BaseModel):
     calibration: Literal["conformal", "empirical"] = "conformal"
     labelled: bool = True  # the audited samples are known members: report AUC / TPR
     n_bootstrap: int = Field(1000, ge=0)
+
+    @field_validator("detectors")
+    @classmethod
+    def _registered(cls, v: list[str]) -> list[str]:
+        for family in v:
+            try:
+                methods.check_family("detector", family, "detectors")
+            except ConfigError as e:
+                raise ValueError(str(e)) from None
+        return v
 
     @field_validator("perturbations")
     @classmethod
@@ -129,8 +137,7 @@ class DetectJob(Job):
     Params = DetectParams
     params: DetectParams
     _reference: Model | None = None
-    _freqs: TokenFrequencies | None = None
-    _prefix: tuple[set[str], str] | None = None
+    _plugins: dict[str, ScoringDetector] | None = None
 
     def samples(self) -> list[Sample]:
         if self.stored_items is not None:  # restored from a run: its stored samples
@@ -217,100 +224,83 @@ class DetectJob(Job):
         samples = [Sample.from_dict(it.payload) for it in items]
         records: dict[str, dict[str, Any]] = {
             s.id: {"sample": s.to_dict(), "scores": [], "errors": []} for s in samples}
-        if SCORING & set(self.params.detectors):
-            await self._whitebox(samples, model, records)
+        await self._scoring(samples, model, records)
         if "pearl" in self.params.detectors:
-            await self._pearl(samples, model, records)
+            if errors := self.access_errors("pearl", model):
+                _record_errors(records, "pearl", errors)
+            else:
+                await self._pearl(samples, model, records)
         return [records[s.id] for s in samples]
 
-    async def _whitebox(self, samples: list[Sample], model: Model,
-                        records: dict[str, dict[str, Any]]) -> None:
-        if not model.capabilities.logprobs:
-            for s in samples:
-                records[s.id]["errors"].append(
-                    f"whitebox: backend '{model.backend}' returns no token log-probabilities")
-            return
-        texts = [s.text for s in samples]
-        wb = "whitebox" in self.params.detectors
-        scored = await model.score(texts + ([t.lower() for t in texts] if wb else []))
-        if "recall" in self.params.detectors:
-            await self._recall(samples, scored[:len(samples)], model, records)
-        if "dcpdd" in self.params.detectors:
-            self._dcpdd(samples, scored[:len(samples)], model, records)
-        if not wb:
-            return
-        ref: list[TokenScores] | None = None
+    # -- score-based families: plug-ins (recitation.detect.scoring) ----------------------
+    def plugins(self) -> list[ScoringDetector]:
+        """The requested score-based families' plug-ins, in registry order (one instance
+        per job, so what they compute once is kept)."""
+        if self._plugins is None:
+            self._plugins = {}
+        out: list[ScoringDetector] = []
+        for family in methods.families("detector"):
+            if family in GENERATING or family not in self.params.detectors:
+                continue
+            if family not in self._plugins:
+                factory = methods.plugin_of("detector", family)
+                if factory is None:
+                    raise ConfigError(f"detectors: '{family}' has no plug-in (MethodInfo."
+                                      "runner) in the method registry")
+                self._plugins[family] = factory()
+            out.append(self._plugins[family])
+        return out
+
+    def available_access(self, model: Model) -> set[Access]:
+        """What this run offers the methods: the target's capabilities, and a reference
+        model when one is configured."""
+        have = methods.model_access(model.capabilities)
         if self.params.reference_model is not None:
-            if self._reference is None:
-                self._reference = self._reference_model(self.params.reference_model, model)
-            prefix = self.params.reference_prefix
-            ref = await self._reference.score([prefix + t for t in texts])
-        n = len(samples)
-        for i, s in enumerate(samples):
-            try:
-                ds = whitebox_scores(s.id, s.text, scored[i], scored[n + i],
-                                     ref[i] if ref else None, self.params.min_k_ngram)
-            except ValueError as e:
-                records[s.id]["errors"].append(f"whitebox: {e}")
-                continue
-            records[s.id]["scores"] += [d.to_dict() for d in ds]
-            records[s.id]["n_tokens"] = len(scored[i].tokens)
+            have.add(Access.REFERENCE_MODEL)
+        return have
 
-    def recall_prefix(self) -> tuple[set[str], str]:
-        """The ids of the controls in ReCaLL's prefix (first ``recall_shots`` controls, as
-        MIMIR's ``nonmember[:num_shots]``) and the prefix; those controls get no ReCaLL
-        score, so they are not among ReCaLL's calibration controls."""
-        if self._prefix is None:
-            controls = [s for s in self.samples() if s.label == "control"]
-            try:
-                prefix = build_prefix([c.text for c in controls], self.params.recall_shots)
-            except ValueError as e:
-                raise ConfigError(f"recall: {e} (lower recall_shots or add controls)") from e
-            self._prefix = ({c.id for c in controls[:self.params.recall_shots]}, prefix)
-        return self._prefix
+    def access_errors(self, family: str, model: Model) -> list[str]:
+        """Why ``family`` cannot run on ``model`` (empty: it can): what every method of a
+        plug-in family needs, or what PEARL's requested perturbations need."""
+        have = self.available_access(model)
+        where = f"backend '{model.backend}' does not offer it"
+        infos = methods.family_methods("detector", family)
+        if family == "pearl":
+            run = {f"pearl_{p}" for p in self.params.perturbations}
+            return [methods.describe_missing(m.name, miss, where) for m in infos
+                    if m.name in run and (miss := methods.missing_access(m, have))]
+        needs = frozenset.intersection(*(m.access for m in infos))
+        miss = [a for a in Access if a in needs and a not in have]
+        return [methods.describe_missing(family, miss, where)] if miss else []
 
-    async def _recall(self, samples: list[Sample], plain: list[TokenScores], model: Model,
-                      records: dict[str, dict[str, Any]]) -> None:
-        in_prefix, prefix = self.recall_prefix()
-        todo = []
-        for i, s in enumerate(samples):
-            if s.label == "control" and s.id in in_prefix:
-                records[s.id]["recall_prefix"] = True  # in the prefix: no ReCaLL score
+    async def _scoring(self, samples: list[Sample], model: Model,
+                       records: dict[str, dict[str, Any]]) -> None:
+        plugins = []
+        for plugin in self.plugins():
+            if errors := self.access_errors(plugin.family, model):
+                _record_errors(records, plugin.family, errors)
             else:
-                todo.append(i)
-        cond = await model.score([prefix + samples[i].text for i in todo])
-        for i, c in zip(todo, cond, strict=True):
-            s = samples[i]
-            try:
-                v = recall_score(plain[i], c)
-            except ValueError as e:
-                records[s.id]["errors"].append(f"recall: {e}")
-                continue
-            records[s.id]["scores"].append(DetectorScore(s.id, "recall", v, True).to_dict())
+                plugins.append(plugin)
+        if not plugins:
+            return
+        n = len(samples)
+        companions = [plugin.companion_texts(self, samples) for plugin in plugins]
+        scored = await model.score([s.text for s in samples] + [t for c in companions for t in c])
+        start = n
+        for plugin, texts in zip(plugins, companions, strict=True):
+            own = scored[start:start + len(texts)]
+            start += len(texts)
+            found = await plugin.score(self, samples, scored[:n], own, model)
+            for sid, res in found.items():
+                _merge(records[sid], plugin.family, res)
 
-    def token_frequencies(self, model: Model) -> TokenFrequencies:
-        """DC-PDD's reference-corpus token counts, with the target's tokenizer (once)."""
-        if self._freqs is None:
-            tok = model_tokenizer(model)
-            if tok is None:
-                raise ConfigError(f"dcpdd: backend '{model.backend}' exposes no tokenizer "
-                                  "to count the reference corpus with")
-            spec = self.params.dcpdd_corpus
-            self._freqs = count_tokens(corpus_documents(spec), tok.tokens, tok.vocab_size,
-                                       spec)
-        return self._freqs
-
-    def _dcpdd(self, samples: list[Sample], plain: list[TokenScores], model: Model,
-               records: dict[str, dict[str, Any]]) -> None:
-        freqs = self.token_frequencies(model)
-        for s, ts in zip(samples, plain, strict=True):
-            try:
-                v = dcpdd_score(ts, freqs, self.params.dcpdd_a)
-            except ValueError as e:
-                records[s.id]["errors"].append(f"dcpdd: {e}")
-                continue
-            records[s.id]["scores"].append(DetectorScore(s.id, "dcpdd", v, True).to_dict())
-            records[s.id]["dcpdd"] = freqs.describe() | {"a": self.params.dcpdd_a}
+    def reference(self, target: Model) -> Model | None:
+        """The reference model (built once), or None when none is configured."""
+        if self.params.reference_model is None:
+            return None
+        if self._reference is None:
+            self._reference = self._reference_model(self.params.reference_model, target)
+        return self._reference
 
     async def _pearl(self, samples: list[Sample], model: Model,
                      records: dict[str, dict[str, Any]]) -> None:
@@ -372,3 +362,17 @@ class DetectJob(Job):
 
         return report_table(report) if report is not None else self.summarize(records)
 
+
+def _merge(record: dict[str, Any], family: str, res: SampleResult) -> None:
+    """A plug-in's result for one sample into its record (the shared schema)."""
+    if res.error is not None:
+        record["errors"].append(f"{family}: {res.error}")
+    record["scores"] += [d.to_dict() for d in res.scores]
+    record.update(res.fields)
+
+
+def _record_errors(records: dict[str, dict[str, Any]], family: str, errors: list[str]
+                   ) -> None:
+    """Every sample of the chunk gets the errors: the family cannot run on this backend."""
+    for rec in records.values():
+        rec["errors"] += [f"{family}: {e}" for e in errors]

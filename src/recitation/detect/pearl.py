@@ -43,12 +43,13 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from recitation.corpus.chunking import split_at_word
-from recitation.detect.perturb import Perturb
+from recitation.detect.perturb import ALL_PERTURBATIONS, Perturb
+from recitation.methods import Access, Calls, MethodInfo
 from recitation.metrics.ncd import Compressor
 from recitation.models.base import GenerationRequest
 from recitation.prompts import COPY_EXACTLY
@@ -289,3 +290,44 @@ def pearl_report_notes(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         notes["warning"] = (f"{len(short)} of {len(pearl)} samples have a PEARL reference "
                             f"under {MIN_REFERENCE_WORDS} words (NCD is noisy there)")
     return notes
+
+
+# -- metadata (recitation.methods): one method per perturbation ----------------------------
+def _pearl_calls(p: Mapping[str, Any]) -> Calls:
+    """Generations per sample for one perturbation: (K + 1) inputs x the distinct outputs
+    (1 when greedy), + 1 greedy reference for summarization; x_0 is shared by all."""
+    outputs = 1 if p.get("temperature", 0.3) == 0 else int(p.get("outputs", 10))
+    k = int(p.get("max_intensity", 5))
+    return Calls(generate=(k + 1) * outputs + (p.get("task") == "summarization"))
+
+
+_PEARL_PAPERS = {
+    "bitflip": "pearl-v1.md §3.1, §3.3; pearl-v2.md §3 (GFD), §A.1 (S_M)",
+    "synonym": "pearl-v2.md §3 (synonym substitution, GFD), §A.1 (S_M); pearl-v1.md §3.3",
+    "whitespace": "pearl-v1.md §3.3 (sensitivity); the perturbation is ours",
+    "char_swap": "pearl-v1.md §3.3 (sensitivity); the perturbation is ours",
+    "case_flip": "pearl-v1.md §3.3 (sensitivity); the perturbation is ours",
+    "bitflip_tokens": "pearl-v1.md §3.1, §3.3 (bit flips; of the target's token ids: ours)",
+}
+
+
+def _pearl_info(pert: str) -> MethodInfo:
+    access = {Access.GENERATE} | ({Access.TOKENIZER} if pert == "bitflip_tokens" else set())
+    return MethodInfo(
+        name=f"pearl_{pert}", kind="detector", title=f"PEARL, {pert}",
+        select=f"detect --detectors pearl --perturbations {pert}",
+        paper=_PEARL_PAPERS.get(pert, "pearl-v1.md §3.3 (sensitivity); the perturbation is "
+                                "ours"),
+        access=frozenset(access),
+        writes=tuple(f"pearl_{pert}_{stat}" for stat in ("sensitivity", "gfd", "s_m"))
+        + ("pearl",),
+        calls=_pearl_calls,
+        calls_formula="(max_intensity + 1) x outputs generations (1 output when greedy; "
+        "x_0 shared by all perturbations; + 1 greedy reference for summarization)",
+        job="detect", family="pearl", options=("perturbations", "max_intensity", "outputs",
+                                               "temperature", "task", "mode", "gfd_tau"),
+        summary=f"task performance under {pert} perturbations of growing intensity: "
+        "sensitivity, GFD and S_M; higher means member")
+
+
+METHODS: dict[str, MethodInfo] = {f"pearl_{p}": _pearl_info(p) for p in ALL_PERTURBATIONS}

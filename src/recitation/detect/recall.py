@@ -24,9 +24,14 @@ scored non-members), so ReCaLL's calibration and AUC use only the other controls
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from recitation.models.base import TokenScores
+from recitation.detect.samples import Sample
+from recitation.detect.scoring import DetectorScore, SampleResult, ScoringContext
+from recitation.errors import ConfigError
+from recitation.methods import Access, Calls, MethodInfo
+from recitation.models.base import Model, TokenScores
 
 DEFAULT_SHOTS = 3
 
@@ -66,3 +71,66 @@ def recall_score(plain: TokenScores, conditioned: TokenScores) -> float:
     if ll == 0.0:
         raise ValueError("LL(x) is 0: the ratio is undefined")
     return ll_cond / ll
+
+
+class RecallDetector:
+    """The ``recall`` family (a plug-in of the detect job, :mod:`recitation.detect.scoring`):
+    one more ``score`` call per chunk, each sample's text after the non-member prefix."""
+
+    family = "recall"
+
+    def __init__(self) -> None:
+        self._prefix: tuple[set[str], str] | None = None
+
+    def prefix(self, ctx: ScoringContext) -> tuple[set[str], str]:
+        """The ids of the controls in the prefix (the first ``recall_shots`` controls, as
+        MIMIR's ``nonmember[:num_shots]``) and the prefix; those controls get no ReCaLL
+        score, so they are not among ReCaLL's calibration controls."""
+        if self._prefix is None:
+            shots: int = ctx.params.recall_shots
+            controls = [s for s in ctx.samples() if s.label == "control"]
+            try:
+                prefix = build_prefix([c.text for c in controls], shots)
+            except ValueError as e:
+                raise ConfigError(f"recall: {e} (lower recall_shots or add controls)") from e
+            self._prefix = ({c.id for c in controls[:shots]}, prefix)
+        return self._prefix
+
+    def companion_texts(self, ctx: ScoringContext, samples: Sequence[Sample]) -> list[str]:
+        return []
+
+    async def score(self, ctx: ScoringContext, samples: Sequence[Sample],
+                    plain: Sequence[TokenScores], companions: Sequence[TokenScores],
+                    model: Model) -> dict[str, SampleResult]:
+        in_prefix, prefix = self.prefix(ctx)
+        out: dict[str, SampleResult] = {}
+        todo = []
+        for i, s in enumerate(samples):
+            if s.label == "control" and s.id in in_prefix:  # in the prefix: no score
+                out[s.id] = SampleResult(fields={"recall_prefix": True})
+            else:
+                todo.append(i)
+        cond = await model.score([prefix + samples[i].text for i in todo])
+        for i, c in zip(todo, cond, strict=True):
+            s = samples[i]
+            try:
+                out[s.id] = SampleResult([DetectorScore(s.id, "recall",
+                                                        recall_score(plain[i], c), True)])
+            except ValueError as e:
+                out[s.id] = SampleResult(error=str(e))
+        return out
+
+
+def _calls(p: Mapping[str, Any]) -> Calls:
+    return Calls(score=frozenset({"text", "prefix + text"}))
+
+
+RECALL = MethodInfo(
+    name="recall", kind="detector", title="ReCaLL",
+    paper="Xie et al. 2024 (ReCaLL), as MIMIR's recall attack",
+    access=frozenset({Access.LOGPROBS}), writes=("recall", "recall_prefix"), calls=_calls,
+    calls_formula="2 scores (the text, shared; the text after the non-member prefix)",
+    job="detect", family="recall",
+    summary="LL(x | non-member prefix) / LL(x); the prefix: the first recall_shots controls "
+    "(which get no score); higher means member",
+    runner="recitation.detect.recall:RecallDetector", options=("recall_shots",))

@@ -239,12 +239,13 @@ def estimate_calls(job: DetectJob, cfg: RunConfig, *, logprobs: bool = True) -> 
             text = r.prompt or "".join(m.content for m in r.messages or ())
             out["input_tokens"] += max(1, len(text) // 4)
             out["output_tokens"] += r.max_tokens
-    if {"whitebox", "recall", "dcpdd"} & set(p.detectors) and logprobs:
-        per = (2 if "whitebox" in p.detectors else 1) + ("recall" in p.detectors)
+    from recitation.methods import estimate, family_methods  # calls from the metadata
+
+    scoring = estimate([m for f in p.detectors for m in family_methods("detector", f)], p)
+    if (per := len(scoring.score)) and logprobs:  # texts scored per sample
         out["score_calls"] = per * len(samples)  # recall: its prefix's tokens not counted
         out["input_tokens"] += per * sum(max(1, len(s.text) // 4) for s in samples)
-        if p.reference_model is not None and "whitebox" in p.detectors:
-            out["reference_score_calls"] = len(samples)
+        out["reference_score_calls"] = scoring.reference * len(samples)
     table = cfg.price_table()
     out["model_calls"] = (out["generate_calls"] + out["score_calls"]
                           + out["reference_score_calls"])

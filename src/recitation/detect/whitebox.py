@@ -28,29 +28,22 @@ different tokenizer) compare.
 
 from __future__ import annotations
 
+import logging
 import math
 import zlib
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from recitation.models.base import TokenScores
+from recitation.detect.samples import Sample
+from recitation.detect.scoring import DetectorScore as DetectorScore  # the shared schema
+from recitation.detect.scoring import SampleResult, ScoringContext
+from recitation.methods import Access, Calls, MethodInfo
+from recitation.models.base import Model, TokenScores
+
+log = logging.getLogger(__name__)
 
 MIN_K_PERCENTS = (10, 20, 30)
 _EPS = 1e-8
-
-
-@dataclass(frozen=True)
-class DetectorScore:
-    """The one output schema every detector shares."""
-
-    sample_id: str
-    detector: str
-    score: float
-    higher_means_member: bool
-
-    def to_dict(self) -> dict[str, object]:
-        return {"sample_id": self.sample_id, "detector": self.detector, "score": self.score,
-                "higher_means_member": self.higher_means_member}
 
 
 # name -> higher_means_member
@@ -126,3 +119,90 @@ def whitebox_scores(sample_id: str, text: str, target: TokenScores,
     return [DetectorScore(sample_id, name, float(v),
                           WHITEBOX_DIRECTIONS[name.split("_ngram")[0]])
             for name, v in vals.items()]
+
+
+# -- the plug-in of the detect job (recitation.detect.scoring) ---------------------------
+class WhiteboxDetector:
+    """The ``whitebox`` family: every score above from one shared ``score`` call (texts and
+    their lower-cased forms), plus the reference model's scores when one is configured."""
+
+    family = "whitebox"
+
+    def __init__(self) -> None:
+        self._warned = False
+
+    def companion_texts(self, ctx: ScoringContext, samples: Sequence[Sample]) -> list[str]:
+        return [s.text.lower() for s in samples]
+
+    async def score(self, ctx: ScoringContext, samples: Sequence[Sample],
+                    plain: Sequence[TokenScores], companions: Sequence[TokenScores],
+                    model: Model) -> dict[str, SampleResult]:
+        p = ctx.params
+        if not model.capabilities.full_distribution and not self._warned:
+            self._warned = True
+            log.warning("min_k_pp is not computed: it needs full_distribution (the vocabulary "
+                        "mean and std of log p), which backend '%s' does not give",
+                        model.backend)
+        ref: list[TokenScores] | None = None
+        if (reference := ctx.reference(model)) is not None:
+            ref = await reference.score([p.reference_prefix + s.text for s in samples])
+        out: dict[str, SampleResult] = {}
+        for i, s in enumerate(samples):
+            try:
+                ds = whitebox_scores(s.id, s.text, plain[i], companions[i],
+                                     ref[i] if ref else None, p.min_k_ngram)
+            except ValueError as e:
+                out[s.id] = SampleResult(error=str(e))
+                continue
+            out[s.id] = SampleResult(ds, fields={"n_tokens": len(plain[i].tokens)})
+        return out
+
+
+# -- metadata (recitation.methods) ---------------------------------------------------------
+def _text(p: Mapping[str, Any]) -> Calls:
+    return Calls(score=frozenset({"text"}))
+
+
+def _lowercase(p: Mapping[str, Any]) -> Calls:
+    return Calls(score=frozenset({"text", "text.lower()"}))
+
+
+def _reference(p: Mapping[str, Any]) -> Calls:
+    return Calls(score=frozenset({"text"}), reference=int(p.get("reference_model") is not None))
+
+
+_RUNNER = "recitation.detect.whitebox:WhiteboxDetector"
+_LP = frozenset({Access.LOGPROBS})
+
+
+def _info(name: str, title: str, paper: str, writes: tuple[str, ...], summary: str,
+          calls: Any = _text, formula: str = "1 score (the text, shared by the family)",
+          access: frozenset[Access] = _LP, options: tuple[str, ...] = ()) -> MethodInfo:
+    return MethodInfo(name=name, kind="detector", title=title, paper=paper, access=access,
+                      writes=writes, calls=calls, calls_formula=formula, job="detect",
+                      family="whitebox", summary=summary, runner=_RUNNER, options=options)
+
+
+METHODS: dict[str, MethodInfo] = {m.name: m for m in (
+    _info("loss", "LOSS", "Yeom et al. 2018 (LOSS); as a baseline in Carlini et al. 2021",
+          ("loss", "n_tokens"), "mean token NLL of the text; lower means member"),
+    _info("zlib", "zlib ratio", "Carlini et al. 2021 (zlib entropy ratio)", ("zlib",),
+          "mean NLL / zlib-compressed length of the text; lower means member"),
+    _info("lowercase", "lowercase ratio", "Carlini et al. 2021 (lowercase ratio)",
+          ("lowercase",), "NLL(lower-cased text) / NLL(text); higher means member",
+          calls=_lowercase, formula="2 scores (the text, shared; its lower-cased form)"),
+    _info("min_k", "Min-K%", "Shi et al. 2024 (Min-K% Prob)",
+          tuple(f"min_k_{k}" for k in MIN_K_PERCENTS),
+          "mean of the k% lowest token log-probabilities (k = 10, 20, 30); with "
+          "min_k_ngram n > 1 also over n-token windows (min_k_{k}_ngram{n}, as MIMIR)",
+          options=("min_k_ngram",)),
+    _info("min_k_pp", "Min-K%++", "Zhang et al. 2024 (Min-K%++)",
+          tuple(f"min_k_pp_{k}" for k in MIN_K_PERCENTS),
+          "Min-K% over (log p - mu) / sigma, mu and sigma over the vocabulary",
+          access=_LP | {Access.FULL_DISTRIBUTION}),
+    _info("reference", "reference model", "Carlini et al. 2021 (comparison to a reference "
+          "model)", ("reference",), "NLL(target) - NLL(reference model); lower means member",
+          calls=_reference, formula="1 score (the text, shared) + 1 reference-model score",
+          access=_LP | {Access.REFERENCE_MODEL}, options=("reference_model",
+                                                           "reference_prefix")),
+)}

@@ -32,7 +32,7 @@ the hint that produced it and its ROUGE-L; the EchoTrace file gets only the kept
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -42,6 +42,7 @@ from recitation.extract import prompts
 from recitation.extract.leak import LeakConfig, guard, measure
 from recitation.extract.records import EventState, Tally
 from recitation.extract.verifier import KeywordSet, Verdict, Verifier, VerifierMode
+from recitation.methods import Access, Calls, MethodInfo
 from recitation.metrics.rouge import rouge_l
 from recitation.models.base import Generation, GenerationRequest, Message, Model
 from recitation.prompts import copy_exactly
@@ -388,3 +389,65 @@ async def run_all(pipeline: Pipeline, events: list[EventState], *, methods: set[
     if before_feedback is not None:
         await before_feedback(events)
     await pipeline.feedback_loop(events, keep or (lambda e: True))
+
+
+# -- metadata (recitation.methods) ---------------------------------------------------------
+_AGENT = "llm_completions.Agent_Extraction."
+
+
+def _recap_opts(p: Mapping[str, Any]) -> tuple[int, int, bool]:
+    """(jailbreak variants, feedback rounds, prefix outputs judged) of the job's params."""
+    recap = p.get("recap") or {}
+    return (len(recap.get("jailbreaks", ("static",))), int(recap.get("max_rounds", 5)),
+            bool(recap.get("prefix_verify", True)))
+
+
+def _prefix_calls(p: Mapping[str, Any]) -> Calls:
+    return Calls(generate=1, judge=int(_recap_opts(p)[2]))
+
+
+def _dsp_calls(p: Mapping[str, Any]) -> Calls:
+    return Calls(generate=1, judge=1)
+
+
+def _jailbreak_calls(p: Mapping[str, Any]) -> Calls:
+    j = _recap_opts(p)[0]
+    return Calls(generate=1 + j, judge=1 + j)
+
+
+def _recap_calls(p: Mapping[str, Any]) -> Calls:
+    j, rounds, _ = _recap_opts(p)
+    return Calls(generate=1 + j + rounds, judge=1 + j, helper=rounds)
+
+
+_SUMMARY = "; + the summary agent's calls per chapter when the book has no events"
+_GEN_JUDGE = frozenset({Access.GENERATE, Access.JUDGE_MODEL})
+_DSP_ACCESS = _GEN_JUDGE | {Access.HELPER_MODEL}
+
+
+def _info(name: str, title: str, paper: str, access: frozenset[Access],
+          writes: tuple[str, ...], calls: Any, formula: str, summary: str) -> MethodInfo:
+    return MethodInfo(name=name, kind="extraction", title=title, paper=paper, access=access,
+                      writes=writes, calls=calls, calls_formula=formula, job="extract",
+                      family=name, unit="event", options=("recap",), summary=summary)
+
+
+METHODS: dict[str, MethodInfo] = {m.name: m for m in (
+    _info("prefix", "Prefix-Probing", "recap.md §4.2 (Karamolegkou et al. 2023)", _GEN_JUDGE,
+          ("llm_completions.prefix-probing", "rouge_l.prefix"), _prefix_calls,
+          "1 generation + 1 judge call (recap.prefix_verify)",
+          "the event's first sentence after the authors' prefix-probing prompt"),
+    _info("dsp", "DSP", "recap.md §3.1, §3.2, §4.2, §D (Dynamic Soft Prompting: Wang et al. "
+          "2024)", _DSP_ACCESS, (_AGENT + "simple_agent_extraction", "rouge_l.dsp"),
+          _dsp_calls, "1 generation + 1 judge call" + _SUMMARY,
+          "one extraction prompt built from the event's summary metadata"),
+    _info("dsp_jailbreak", "DSP + jailbreak", "recap.md §3.3, §3.4, §4.2", _DSP_ACCESS,
+          (_AGENT + "simple_agent_jailbreak", "rouge_l.dsp_jailbreak"), _jailbreak_calls,
+          "at most (1 + jailbreaks) generations and judge calls" + _SUMMARY,
+          "DSP; refusals found by the verifier get the jailbreak prompt(s)"),
+    _info("recap", "RECAP", "recap.md §3.1, §3.3, §3.4, §3.5", _DSP_ACCESS,
+          (_AGENT + "simple_agent_extraction_refined_0", "rouge_l.recap", "rounds"),
+          _recap_calls, "at most 1 + jailbreaks + max_rounds generations, 1 + jailbreaks "
+          "judge calls, max_rounds feedback calls" + _SUMMARY,
+          "DSP + jailbreak, then up to max_rounds feedback rounds (kept while they improve)"),
+)}

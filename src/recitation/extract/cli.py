@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from recitation.errors import ConfigError
+from recitation.methods import check_family, names
 from recitation.models.config import parse_model_spec
 
 __all__ = ["add_extract_parser", "build_params", "export_run", "parse_model_spec",
            "request_timeout_for"]
 
-_METHODS = ("prefix", "dsp", "dsp_jailbreak", "recap", "recap_filter")
+_METHODS = tuple(names("extraction"))  # from the method registry (recitation.methods)
 
 
 def _ints(text: str | None) -> list[int] | None:
@@ -38,9 +39,8 @@ def _ints(text: str | None) -> list[int] | None:
 
 def build_params(args: argparse.Namespace) -> dict[str, Any]:
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    bad = [m for m in methods if m not in _METHODS]
-    if bad:
-        raise ConfigError(f"--methods: unknown {bad}; choose from {list(_METHODS)}")
+    for m in methods:
+        check_family("extraction", m, "--methods")
     params: dict[str, Any] = {"book": str(args.book), "methods": methods,
                               "chapters": _ints(args.chapters), "segment": args.segment}
     for name in ("events_per_chapter", "max_events", "max_event_words"):

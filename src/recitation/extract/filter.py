@@ -34,7 +34,7 @@ import logging
 import math
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -42,6 +42,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from recitation.errors import ConfigError, require, require_spec
+from recitation.methods import Access, MethodInfo
 
 log = logging.getLogger(__name__)
 
@@ -356,3 +357,22 @@ def score_extraction(parrot: Parrot, extraction: str, gold: str, rouge: float,
     cos = embedding_cosine(extraction, gold) if extraction.strip() else 0.0
     m = memorization_score(loss, rouge, cos)
     return FilterScore(loss, rouge, cos, m, m >= threshold)
+
+
+# -- metadata (recitation.methods): RECAP with this filter before the feedback loop -------
+def _recap_filter_info() -> MethodInfo:
+    from recitation.extract.agents import METHODS as AGENT_METHODS
+
+    recap = AGENT_METHODS["recap"]
+    return replace(
+        recap, name="recap_filter", title="RECAP + memorization-score filter",
+        paper="recap.md §3.6, §H", family="recap_filter",
+        access=recap.access | {Access.EMBEDDINGS}, writes=(*recap.writes, "filter"),
+        options=("recap", "filter"),
+        calls_formula=recap.calls_formula.replace("feedback calls", "feedback calls (none "
+                                                  "for events below the threshold)"),
+        summary="RECAP, feedback rounds only for events whose first extraction scores "
+        "m >= threshold (parrot MLM loss, ROUGE-L, embedding cosine)")
+
+
+RECAP_FILTER = _recap_filter_info()

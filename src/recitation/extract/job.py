@@ -45,6 +45,7 @@ from recitation.extract.filter import FilterConfig, Parrot, load_or_train_parrot
 from recitation.extract.prompts import EventMeta
 from recitation.extract.records import EventState, Ledger
 from recitation.extract.summary import SectionSummaryAgent, SummaryConfig
+from recitation.methods import Access, require_access
 from recitation.metrics.weighted import strip_given_first_sentence
 from recitation.models.base import Model
 from recitation.runs.config import ModelConfig
@@ -244,6 +245,8 @@ class ExtractJob(Job):
     # -- running -------------------------------------------------------------------------
     async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
         methods = set(self.active_methods())  # before any model call
+        require_access(sorted(methods), model.capabilities, model.backend, also=(
+            Access.HELPER_MODEL, Access.JUDGE_MODEL, Access.EMBEDDINGS))  # embed: skipped
         helper = self._model_for("helper", self.params.helper, model)
         judge = self._model_for("judge", self.params.judge, model)
         pipe = Pipeline(model, helper, judge, self.recap_config())

@@ -22,6 +22,7 @@ exactly, word for word").
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -31,6 +32,7 @@ from recitation.corpus.kjv import FAMOUS_VERSES, OBSCURE_VERSES
 from recitation.corpus.tokenize import words
 from recitation.errors import CorpusError
 from recitation.extract import prompts
+from recitation.methods import Access, Calls, MethodInfo, require_access
 from recitation.metrics.edit import longest_common_prefix
 from recitation.metrics.rouge import rouge_l
 from recitation.models.base import GenerationRequest, Model
@@ -127,6 +129,7 @@ class PrefixProbeJob(Job):
         return GenerationRequest(prompt=prefix, **kw)
 
     async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
+        require_access(["prefix_probe"], model.capabilities, model.backend)
         gens = await model.generate([self._request(it.payload["prefix"], it.payload["target"])
                                      for it in items])
         return [self.score(it, g.text) for it, g in zip(items, gens, strict=True)]
@@ -170,3 +173,18 @@ def _clip(text: str, n: int, left: bool = False) -> str:
     if len(t) <= n:
         return t
     return "…" + t[-(n - 1):] if left else t[: n - 1] + "…"
+
+
+def _calls(p: Mapping[str, Any]) -> Calls:
+    return Calls(generate=1)
+
+
+PREFIX_PROBE = MethodInfo(
+    name="prefix_probe", kind="probe", title="prefix probing (passages)",
+    paper="recap.md §4.2 (Prefix-Probing: Karamolegkou et al. 2023); verbatim as HELM's "
+    "longest common prefix", access=frozenset({Access.GENERATE}),
+    writes=("continuation", "lcp_words", "rouge_l_f1", "verdict"), calls=_calls,
+    calls_formula="1 generation", job="prefix_probe", family="prefix_probe", unit="passage",
+    options=("mode", "chat_prompt", "max_words", "prefix_fraction", "max_new_tokens"),
+    summary="continue each passage from its first words; longest common prefix, ROUGE-L and "
+    "a verbatim / near-verbatim verdict against the true continuation (recitation demo)")

@@ -1,0 +1,88 @@
+"""Score-based detector families as plug-ins of the ``detect`` job.
+
+A family that reads token log-probabilities (``whitebox``, ``recall``, ``dcpdd``) is one
+module that declares its metadata (:class:`recitation.methods.MethodInfo`, with ``runner``
+naming its plug-in class) and one line in :data:`recitation.methods.METHODS`; the job finds
+the plug-in there and never names the family itself. For a chunk of samples the job
+
+1. checks the access every method of the family needs (``MethodInfo.access``, from the
+   registry; a backend without token log-probabilities gets a recorded error per sample,
+   naming what is missing);
+2. makes **one** ``score`` call for the samples' plain texts and every family's
+   :meth:`~ScoringDetector.companion_texts` (e.g. the lower-cased texts of ``lowercase``);
+3. calls each family's :meth:`~ScoringDetector.score` with the plain scores and its own
+   companions' scores; a family may make its own calls on the model (ReCaLL: the texts after
+   the prefix) or on a secondary model (``ctx.reference``);
+4. merges each :class:`SampleResult` into the sample's record: scores in the shared
+   :class:`~recitation.detect.whitebox.DetectorScore` schema, ``"<family>: <error>"`` in
+   ``errors``, extra fields (``n_tokens``, ``recall_prefix``, ``dcpdd``) at the top level.
+
+A plug-in instance lives as long as its job (one per job), so what it computes once (ReCaLL's
+prefix, DC-PDD's corpus counts) is kept on it. Its options still live in
+:class:`recitation.detect.job.DetectParams` (``ctx.params``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from recitation.detect.samples import Sample
+from recitation.models.base import Model, TokenScores
+
+
+@dataclass(frozen=True)
+class DetectorScore:
+    """The one output schema every detector shares."""
+
+    sample_id: str
+    detector: str
+    score: float
+    higher_means_member: bool
+
+    def to_dict(self) -> dict[str, object]:
+        return {"sample_id": self.sample_id, "detector": self.detector, "score": self.score,
+                "higher_means_member": self.higher_means_member}
+
+
+@dataclass
+class SampleResult:
+    """What a family found for one sample (no scores and no error: nothing to record)."""
+
+    scores: list[DetectorScore] = field(default_factory=list)
+    error: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+class ScoringContext(Protocol):
+    """What a plug-in may use of its job (``DetectJob`` implements it)."""
+
+    @property
+    def params(self) -> Any:
+        """The job's ``DetectParams`` (each family reads its own options)."""
+
+    @property
+    def seed(self) -> int: ...
+
+    def samples(self) -> list[Sample]:
+        """Every sample of the run, members then controls (not only this chunk's)."""
+
+    def reference(self, target: Model) -> Model | None:
+        """The reference model (``params.reference_model``) sharing the run's store, cache
+        and budget, or None when none is configured."""
+
+
+class ScoringDetector(Protocol):
+    """A score-based detector family."""
+
+    family: str  # its MethodInfo.family
+
+    def companion_texts(self, ctx: ScoringContext, samples: Sequence[Sample]) -> list[str]:
+        """Texts to score in the job's one shared call, after the plain texts."""
+
+    async def score(self, ctx: ScoringContext, samples: Sequence[Sample],
+                    plain: Sequence[TokenScores], companions: Sequence[TokenScores],
+                    model: Model) -> dict[str, SampleResult]:
+        """Sample id -> result (samples without an entry get nothing recorded)."""
+

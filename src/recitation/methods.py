@@ -1,0 +1,327 @@
+"""The method registry: every extraction attack, detector (and, from the next issues, probe
+and tracer) by name, with declarative metadata.
+
+A method's metadata (:class:`MethodInfo`: paper and section, the access it needs, the record
+fields or score names it writes, a call estimate) is declared **in the method's own module**;
+this registry holds one line per method: its name, kind, the family a command selects it by
+(``detect --detectors`` families, ``extract --methods`` names) and the ``module:attr`` path
+of its metadata. The path is resolved with :mod:`importlib` only when the metadata is asked
+for, so this module imports nothing above the foundations and naming methods (CLI choices)
+imports no method code. An attribute that is a mapping (e.g. the PEARL metadata of every
+perturbation) is looked up by the method's name.
+
+Command-line choices, call estimates, the ``recitation methods`` listing and the method
+table of docs/methods.md derive from here; tests/test_methods_registry.py runs every
+registered method through its job. docs/adding-a-method.md walks through adding one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal, NamedTuple
+
+from recitation.errors import ConfigError
+
+
+class Access(StrEnum):
+    """What a method needs of the audited model and its surroundings."""
+
+    GENERATE = "generate"
+    LOGPROBS = "logprobs"
+    FULL_DISTRIBUTION = "full_distribution"
+    TOKENIZER = "tokenizer"
+    CORPUS_INDEX = "corpus_index"
+    HELPER_MODEL = "helper_model"
+    JUDGE_MODEL = "judge_model"
+    REFERENCE_MODEL = "reference_model"
+    EMBEDDINGS = "embeddings"
+
+
+ACCESS_DESCRIPTIONS: dict[Access, str] = {
+    Access.GENERATE: "black-box generation (chat or completion)",
+    Access.LOGPROBS: "token log-probabilities (capabilities.logprobs: Model.score)",
+    Access.FULL_DISTRIBUTION: ("the vocabulary mean and std of log p at every position "
+                               "(capabilities.full_distribution)"),
+    Access.TOKENIZER: "the target's own tokenizer (capabilities.tokenizer)",
+    Access.CORPUS_INDEX: "an index of a reference corpus",
+    Access.HELPER_MODEL: "a helper model (summaries, feedback hints; default: the target)",
+    Access.JUDGE_MODEL: "a judge model (verifier; default: the helper)",
+    Access.REFERENCE_MODEL: "a second, reference model (params.reference_model)",
+    Access.EMBEDDINGS: "sentence embeddings and torch (pip install 'recitation[embed]')",
+}
+
+Kind = Literal["extraction", "detector", "probe", "tracer"]
+KINDS: tuple[Kind, ...] = ("extraction", "detector", "probe", "tracer")
+
+
+@dataclass(frozen=True)
+class Calls:
+    """Model calls one unit of work of a method needs: per sample (detectors, probes) or, at
+    most, per event (extraction methods).
+
+    ``score`` names the texts the target scores, so methods that share one (every white-box
+    score reads the sample's plain scores, ``"text"``) count it once when combined."""
+
+    generate: int = 0
+    score: frozenset[str] = frozenset()
+    helper: int = 0
+    judge: int = 0
+    reference: int = 0
+
+    def __add__(self, other: Calls) -> Calls:
+        """Both methods in one run: shared scored texts once, other calls as the larger."""
+        return Calls(max(self.generate, other.generate), self.score | other.score,
+                     max(self.helper, other.helper), max(self.judge, other.judge),
+                     max(self.reference, other.reference))
+
+    @property
+    def total(self) -> int:
+        return self.generate + len(self.score) + self.helper + self.judge + self.reference
+
+    def to_dict(self) -> dict[str, int]:
+        return {"generate": self.generate, "score": len(self.score), "helper": self.helper,
+                "judge": self.judge, "reference": self.reference}
+
+
+CallEstimate = Callable[[Mapping[str, Any]], Calls]
+"""Calls per unit from the job's parameters (a dict, defaults filled: ``params_dict``)."""
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    """A method's declarative metadata (declared in the method's module)."""
+
+    name: str
+    kind: Kind
+    title: str  # as the paper names it, e.g. "Min-K%"
+    paper: str  # "recap.md §3.5" (a file of ../shared/papers) or "Shi et al. 2024 (...)"
+    access: frozenset[Access]
+    writes: tuple[str, ...]  # record fields / score names it writes
+    calls: CallEstimate
+    calls_formula: str  # the estimate in words, per unit
+    job: str  # the job that runs it: "detect", "extract", "prefix_probe"
+    family: str  # what a command selects it by (detect family, extract method name)
+    summary: str
+    runner: str = ""  # "module:attr" of its plug-in, when the job runs plug-ins
+    unit: Literal["sample", "event", "passage"] = "sample"
+    options: tuple[str, ...] = field(default=())  # the job parameters it reads
+    select: str = ""  # how a command selects it, when more than its family (PEARL)
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise ValueError(f"method name {self.name!r} is not an identifier")
+        if self.kind not in KINDS:
+            raise ValueError(f"method {self.name}: unknown kind {self.kind!r}; use {KINDS}")
+        bad = [a for a in self.access if not isinstance(a, Access)]
+        if bad or not self.access:
+            raise ValueError(f"method {self.name}: access must be a non-empty set of Access "
+                             f"values, got {sorted(map(str, self.access))}")
+        if not (self.paper and self.writes and self.calls_formula and self.summary):
+            raise ValueError(f"method {self.name}: paper, writes, calls_formula and summary "
+                             "are required")
+
+    @property
+    def selected_by(self) -> str:
+        """How a command runs it, e.g. ``detect --detectors whitebox``."""
+        if self.select:
+            return self.select
+        return {"detect": f"detect --detectors {self.family}",
+                "extract": f"extract --methods {self.name}"}.get(self.job, f"job {self.job}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (``recitation methods --json``)."""
+        return {"name": self.name, "kind": self.kind, "title": self.title,
+                "paper": self.paper, "access": sorted(a.value for a in self.access),
+                "writes": list(self.writes), "calls": self.calls_formula,
+                "unit": self.unit, "job": self.job, "family": self.family,
+                "selected_by": self.selected_by,
+                "options": list(self.options), "summary": self.summary}
+
+
+class Entry(NamedTuple):
+    kind: Kind
+    family: str
+    path: str  # module:attr of the MethodInfo (or of a mapping name -> MethodInfo)
+
+
+def _x(path: str) -> Entry:
+    return Entry("extraction", "", path)
+
+
+def _d(family: str, path: str) -> Entry:
+    return Entry("detector", family, path)
+
+
+_WB, _PEARL = "recitation.detect.whitebox:METHODS", "recitation.detect.pearl:METHODS"
+_AGENTS = "recitation.extract.agents:METHODS"
+
+METHODS: dict[str, Entry] = {
+    # extraction: RECAP and its baselines (recitation extract --methods)
+    "prefix": _x(_AGENTS),
+    "dsp": _x(_AGENTS),
+    "dsp_jailbreak": _x(_AGENTS),
+    "recap": _x(_AGENTS),
+    "recap_filter": _x("recitation.extract.filter:RECAP_FILTER"),
+    # probes
+    "prefix_probe": Entry("probe", "prefix_probe",
+                          "recitation.extract.prefix_probe:PREFIX_PROBE"),
+    # detectors (recitation detect --detectors FAMILY)
+    "loss": _d("whitebox", _WB),
+    "zlib": _d("whitebox", _WB),
+    "lowercase": _d("whitebox", _WB),
+    "min_k": _d("whitebox", _WB),
+    "min_k_pp": _d("whitebox", _WB),
+    "reference": _d("whitebox", _WB),
+    "recall": _d("recall", "recitation.detect.recall:RECALL"),
+    "dcpdd": _d("dcpdd", "recitation.detect.dcpdd:DCPDD"),
+    "pearl_bitflip": _d("pearl", _PEARL),
+    "pearl_synonym": _d("pearl", _PEARL),
+    "pearl_whitespace": _d("pearl", _PEARL),
+    "pearl_char_swap": _d("pearl", _PEARL),
+    "pearl_case_flip": _d("pearl", _PEARL),
+    "pearl_bitflip_tokens": _d("pearl", _PEARL),
+}
+"""name -> (kind, family, metadata path). An extraction method's family is its name."""
+
+
+def _entry(name: str) -> Entry:
+    if name not in METHODS:
+        close = difflib.get_close_matches(name, list(METHODS), n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else f"; known: {sorted(METHODS)}"
+        raise ConfigError(f"unknown method '{name}'{hint}")
+    return METHODS[name]
+
+
+def family_of(name: str) -> str:
+    entry = _entry(name)
+    return entry.family or name
+
+
+def names(kind: Kind | None = None) -> list[str]:
+    """Registered method names (of one kind), in registry order; imports nothing."""
+    return [n for n, e in METHODS.items() if kind is None or e.kind == kind]
+
+
+def families(kind: Kind) -> list[str]:
+    """What a command selects methods of ``kind`` by, in registry order; imports nothing."""
+    out: list[str] = []
+    for n in names(kind):
+        if (f := family_of(n)) not in out:
+            out.append(f)
+    return out
+
+
+def check_family(kind: Kind, family: str, what: str) -> str:
+    """``family`` when registered for ``kind``, else a ConfigError with a "did you mean"."""
+    known = families(kind)
+    if family not in known:
+        close = difflib.get_close_matches(family, known, n=1)
+        hint = f"did you mean '{close[0]}'?" if close else f"choose from {known}"
+        raise ConfigError(f"{what}: unknown {kind} '{family}'; {hint}")
+    return family
+
+
+def load_attr(path: str) -> Any:
+    """The object at ``module:attr`` (imported now)."""
+    module, _, attr = path.partition(":")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except AttributeError:
+        raise ConfigError(f"method registry: module '{module}' has no '{attr}'") from None
+
+
+def method(name: str) -> MethodInfo:
+    """The metadata of method ``name`` (imports its module); unknown names: did you mean."""
+    entry = _entry(name)
+    obj = load_attr(entry.path)
+    if isinstance(obj, Mapping):
+        obj = obj.get(name)
+    if not isinstance(obj, MethodInfo) or obj.name != name:
+        raise ConfigError(f"method registry: '{entry.path}' holds no metadata for '{name}'")
+    if obj.kind != entry.kind or obj.family != family_of(name):
+        raise ConfigError(f"method registry: '{name}' is registered as {entry.kind} "
+                          f"'{family_of(name)}' but its module declares {obj.kind} "
+                          f"'{obj.family}'")
+    return obj
+
+
+def all_methods(kind: Kind | None = None) -> list[MethodInfo]:
+    return [method(n) for n in names(kind)]
+
+
+def family_methods(kind: Kind, family: str) -> list[MethodInfo]:
+    return [method(n) for n in names(kind) if family_of(n) == family]
+
+
+def plugin_of(kind: Kind, family: str) -> Any:
+    """The plug-in object that runs ``family`` (``MethodInfo.runner``), or None."""
+    paths = {m.runner for m in family_methods(kind, family) if m.runner}
+    if len(paths) > 1:
+        raise ConfigError(f"method registry: family '{family}' has several runners {paths}")
+    return load_attr(paths.pop()) if paths else None
+
+
+def params_dict(params: Any) -> dict[str, Any]:
+    """A job's parameters as a plain dict (a pydantic model is dumped)."""
+    dump = getattr(params, "model_dump", None)
+    if callable(dump):
+        out: dict[str, Any] = dump()
+        return out
+    return dict(params)
+
+
+def estimate(methods: Iterable[MethodInfo], params: Any) -> Calls:
+    """The calls per unit of these methods run together (see :meth:`Calls.__add__`)."""
+    p = params_dict(params)
+    total = Calls()
+    for m in methods:
+        total = total + m.calls(p)
+    return total
+
+
+def model_access(capabilities: Any) -> set[Access]:
+    """What a backend's :class:`~recitation.models.base.Capabilities` offer."""
+    flags = {Access.GENERATE: capabilities.chat or capabilities.completion,
+             Access.LOGPROBS: capabilities.logprobs,
+             Access.FULL_DISTRIBUTION: capabilities.full_distribution,
+             Access.TOKENIZER: getattr(capabilities, "tokenizer", False)}
+    return {a for a, ok in flags.items() if ok}
+
+
+def require_access(method_names: Iterable[str], capabilities: Any, backend: str, *,
+                   also: Iterable[Access] = ()) -> None:
+    """ConfigError naming what is missing when a method needs more than the backend's
+    capabilities (and ``also``: what the run provides besides the target) offer."""
+    have = model_access(capabilities) | set(also)
+    for name in method_names:
+        if missing := missing_access(method(name), have):
+            raise ConfigError(describe_missing(name, missing,
+                                               f"backend '{backend}' does not offer it"))
+
+
+def missing_access(info: MethodInfo, available: Iterable[Access]) -> list[Access]:
+    have = set(available)
+    return sorted((a for a in info.access if a not in have), key=list(Access).index)
+
+
+def describe_missing(name: str, missing: Iterable[Access], where: str) -> str:
+    """E.g. "dcpdd needs the target's own tokenizer (...): backend 'x' has none"."""
+    needs = "; ".join(f"{a.value}: {ACCESS_DESCRIPTIONS[a]}" for a in missing)
+    return f"{name} needs {needs}; {where}"
+
+
+def markdown_table(kind: Kind | None = None) -> str:
+    """The method table of docs/methods.md (``recitation methods --markdown``)."""
+    rows = ["| method | kind | selected by | paper | access | writes | calls |",
+            "|---|---|---|---|---|---|---|"]
+    for m in all_methods(kind):
+        writes = ", ".join(f"`{w}`" for w in m.writes)
+        access = ", ".join(sorted(a.value for a in m.access))
+        rows.append(f"| `{m.name}` ({m.title}) | {m.kind} | `{m.selected_by}` | {m.paper} "
+                    f"| {access} "
+                    f"| {writes} | per {m.unit}: {m.calls_formula} |")
+    return "\n".join(rows) + "\n"

@@ -1,0 +1,66 @@
+"""``recitation methods``: every registered method with its paper and access (the registry
+is :mod:`recitation.methods`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from recitation.errors import ConfigError
+from recitation.methods import KINDS, all_methods, markdown_table
+
+
+def add_methods_parser(sub: Any) -> None:
+    p = sub.add_parser("methods", help="list every extraction, detection and probe method "
+                       "with its paper and the access it needs")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="a JSON list of dicts")
+    out.add_argument("--markdown", action="store_true",
+                     help="the method table of docs/methods.md")
+    out.add_argument("--write-docs", type=Path, metavar="PATH",
+                     help="rewrite the table between the method-table markers of PATH "
+                     "(docs/methods.md)")
+    p.add_argument("--kind", choices=KINDS, default=None, help="only methods of this kind")
+    p.set_defaults(func=cmd_methods)
+
+
+BEGIN, END = "<!-- methods:begin -->\n", "<!-- methods:end -->"
+
+
+def write_docs(path: Path) -> None:
+    """Replace the table between ``BEGIN`` and ``END`` in ``path`` with the registry's."""
+    text = path.read_text(encoding="utf-8")
+    if BEGIN not in text or END not in text:
+        raise ConfigError(f"{path}: no method-table markers ({BEGIN.strip()} ... {END})")
+    head, rest = text.split(BEGIN, 1)
+    path.write_text(head + BEGIN + markdown_table() + END + rest.split(END, 1)[1],
+                    encoding="utf-8")
+
+
+def cmd_methods(args: argparse.Namespace) -> int:
+    if args.write_docs:
+        write_docs(args.write_docs)
+        print(f"wrote the method table of {args.write_docs}")
+        return 0
+    if args.markdown:
+        print(markdown_table(args.kind), end="")
+        return 0
+    infos = all_methods(args.kind)
+    if args.json:
+        print(json.dumps([m.to_dict() for m in infos], indent=2))
+        return 0
+    from rich.table import Table
+
+    from recitation.runs.console import console
+
+    t = Table(title="methods (recitation methods --json for every field)")
+    for col in ("method", "kind", "selected by", "paper", "access", "calls"):
+        t.add_column(col, overflow="fold")
+    for m in infos:
+        t.add_row(f"{m.name}\n({m.title})", m.kind, m.selected_by, m.paper,
+                  ", ".join(sorted(a.value for a in m.access)),
+                  f"per {m.unit}: {m.calls_formula}")
+    console.print(t)
+    return 0
