@@ -146,4 +146,8 @@ def test_embedded_direct_equals_served(shared_data: Path, tmp_path: Path, local_
         assert a["rouge_l"] == b["rouge_l"]
         agent = a["llm_completions"]["Agent_Extraction"]
         assert "simple_agent_extraction" in agent
-        assert a["filter"] is None or 0 <= a["filter"]["score"] <= 1
+        # scored exactly when the first extraction was accepted (a refusal gets no filter)
+        accepted = "simple_agent_extraction_refined_0" in agent
+        assert (a["filter"] is not None) == accepted
+        if accepted:
+            assert 0 <= a["filter"]["score"] <= 1

@@ -121,16 +121,47 @@ def test_text_book_segmented_extracted_and_reported(tmp_path: Path) -> None:
     assert costs["recap"].prompts >= costs["recap_filter"].prompts > costs["dsp_jailbreak"].prompts
 
 
-def test_filter_only_skips_feedback_for_low_scores(tmp_path: Path) -> None:
+CREATION = CH1.split("\n\n")[0]  # the gold text of the "Creation" event
+
+
+def recalls_creation_only(req: GenerationRequest) -> str:
+    """"Creation": first all but its last three words (ROUGE-L recall about 0.9, below the
+    loop's stop at 0.95), after feedback all of it. "Light": a text sharing no sentence
+    with the chapter."""
+    if "Let there be light" in str(req.messages or req.prompt):
+        return "A merchant counted his coins by candlelight and found one missing."
+    if "MISSING ELEMENTS" in str(req.messages):
+        return CREATION
+    return CREATION.rsplit(" ", 3)[0]
+
+
+def test_filter_keeps_the_recalled_event_and_drops_the_other(tmp_path: Path) -> None:
+    """The published threshold (0.5) on the real parrot and embedding model. The nearly
+    verbatim first extraction (recall >= 0.89, cosine > 0.85: z >= 4 (1 - loss) + 4.0 + 1.27
+    - 5 > 0 whatever the parrot's loss) gets a feedback round; the unrelated one (recall < 0.1,
+    cosine < 0.5: z <= 4 + 0.45 + 0.75 - 5 < 0.3 even at loss 0, and the tiny parrot is far
+    from 0) is filtered out before any feedback call."""
     params = {"book": str(write_book(tmp_path)), "chapters": [1],
               "methods": ["dsp", "recap_filter"], "summary": {"max_attempts": 1},
-              "filter": {"time_budget_s": 1, "threshold": 0.9999, "chunk_tokens": 32,
-                         "stride": 16, "eval_masks": 1}}
-    job, records = run_job(params)
-    events = event_records(records)
-    assert events and all(not e["filter"]["passed"] for e in events)
-    assert all(e["rounds"] == 0 and "feedback" not in e["cost"] for e in events)
-    assert all(e["stop_reason"] == "filtered_out" for e in events)
+              "recap": {"max_rounds": 1},
+              "filter": {"time_budget_s": 1, "chunk_tokens": 32, "stride": 16,
+                         "eval_masks": 1}}
+    job = make_job("extract", params, 0)
+    assert isinstance(job, ExtractJob) and job.params.filter.threshold == 0.5
+    helper = ScriptedModel(helper_reply, name="helper")
+    job.use_models(helper=helper, judge=helper)
+    items = job.items()
+    records = asyncio.run(job.run_items(items, ScriptedModel(recalls_creation_only)))
+    events = {e["llm_completions"]["Agent_Extraction"]["simple_agent_extraction"][:9]: e
+              for e in event_records([(it.id, r) for it, r in zip(items, records, strict=True)])}
+    kept, dropped = events["In the be"], events["A merchan"]
+    assert kept["filter"]["passed"] and kept["filter"]["score"] > 0.5
+    assert 0.89 <= kept["rouge_l"]["round_0"] < 0.95
+    assert kept["filter"]["cosine"] > 0.85 and dropped["filter"]["cosine"] < 0.5
+    assert kept["rounds"] == 1 and "feedback" in kept["cost"]  # the feedback loop ran
+    assert not dropped["filter"]["passed"] and dropped["filter"]["score"] < 0.5
+    assert dropped["stop_reason"] == "filtered_out" and dropped["rounds"] == 0
+    assert "feedback" not in dropped["cost"]
 
 
 def test_written_file_round_trips_through_the_loader(tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pytest
@@ -67,11 +66,18 @@ def test_summarize_leaks() -> None:
     assert agg["max_longest_span"] == len(words(GOLD))
 
 
-@pytest.mark.parametrize("loss,rouge,cos", [(0.0, 1.0, 1.0), (1.0, 0.0, 0.0), (0.5, 0.5, 0.5),
-                                            (0.2, 0.7, 0.9)])
-def test_memorization_score_formula(loss: float, rouge: float, cos: float) -> None:
-    z = 4 * (1 - loss) + 4.5 * rouge + 1.5 * cos - 5
-    assert memorization_score(loss, rouge, cos) == pytest.approx(1 / (1 + math.exp(-z)))
+# equation 1 with the paper's coefficients, worked by hand:
+# (0, 1, 1): z = 4 + 4.5 + 1.5 - 5 = 5, sigmoid(5) = 0.993307149...
+# (1, 0, 0): z = -5, sigmoid(-5) = 0.006692851...
+# (0.5, 0.5, 0.5): z = 2 + 2.25 + 0.75 - 5 = 0, sigmoid(0) = 0.5
+# (0.2, 0.7, 0.9): z = 3.2 + 3.15 + 1.35 - 5 = 2.7, sigmoid(2.7) = 0.937026644...
+@pytest.mark.parametrize("loss,rouge,cos,score", [(0.0, 1.0, 1.0, 0.9933071491),
+                                                  (1.0, 0.0, 0.0, 0.0066928509),
+                                                  (0.5, 0.5, 0.5, 0.5),
+                                                  (0.2, 0.7, 0.9, 0.9370266440)])
+def test_memorization_score_equation_1(loss: float, rouge: float, cos: float,
+                                       score: float) -> None:
+    assert memorization_score(loss, rouge, cos) == pytest.approx(score, abs=1e-9)
     assert BETAS == (4.0, 4.5, 1.5, -5.0)
 
 
@@ -115,7 +121,12 @@ def test_parrot_trains_within_budget_and_is_cached_per_book(
     cfg = FilterConfig(time_budget_s=0.5, chunk_tokens=32, stride=8, eval_masks=2)
     book = GOLD * 4
     first = load_or_train_parrot(book, cfg)
-    assert first.report["cached"] is False and first.report["seconds"] < 5
+    assert first.report["cached"] is False and first.report["steps"] >= 1
+    # training stops at the time budget (or earlier, on converging or at max_epochs): no
+    # wall-clock upper bound, which a busy machine can break
+    assert (first.report["seconds"] >= cfg.time_budget_s
+            or first.report["final_train_loss"] < cfg.early_stop_loss
+            or first.report["epochs"] >= cfg.max_epochs)
     assert parrot_dir(book, cfg).is_dir() and parrot_dir(book + " x", cfg) != parrot_dir(book, cfg)
     again = load_or_train_parrot(book, cfg)
     assert again.report["cached"] is True and again.ref_loss == first.ref_loss
