@@ -67,3 +67,28 @@ def test_legacy_rules_differ_where_nltk_changed() -> None:
         "'",
     ]
     assert word_tokenize(text)[:2] == ["'", "Good"] and "\u2014" in word_tokenize(text)
+
+
+def test_words_fold_case_punctuation_and_typographic_apostrophes() -> None:
+    from recitation.corpus.tokenize import words
+
+    assert words("And GOD said, \u201cLet there be light.\u201d Don\u2019t") == [
+        "and", "god", "said", "let", "there", "be", "light", "don't"]
+    assert words("") == [] and words("-- ... !") == []
+
+
+def test_estimate_tokens_is_a_quarter_of_the_characters_at_least_one() -> None:
+    from recitation.corpus.tokenize import estimate_tokens
+
+    assert [estimate_tokens(t) for t in ("", "abc", "abcd", "x" * 41)] == [1, 1, 1, 10]
+
+
+def test_split_at_word_keeps_spacing_and_refuses_empty_sides() -> None:
+    from recitation.corpus.chunking import split_at_word
+    from recitation.errors import CorpusError
+
+    assert split_at_word("In the  beginning\nGod created", 3) == ("In the  beginning",
+                                                                  "God created")
+    for text, k in (("one", 1), ("one two", 0), ("one two", 2)):
+        with pytest.raises(CorpusError):
+            split_at_word(text, k)
