@@ -1,0 +1,107 @@
+"""The organism built for real: fine-tuning the embedded SmolLM2 on PDNC passages.
+
+The quick organism is built once (the model cache keeps it across sessions: a second build
+with the same inputs is reused) and probed at epoch 0 (the base model) and at its last
+epoch; determinism is checked on an even tinier config built twice from scratch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from recitation.organism.build import BuildResult, build_organism
+from recitation.organism.config import make_config
+from recitation.organism.data import load_split
+from recitation.organism.measure import measure_checkpoint
+from recitation.organism.paths import organism_checkpoint, organisms_root
+
+pytestmark = [pytest.mark.model, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def quick(shared_data: Path) -> BuildResult:
+    cfg = make_config(quick=True, data_dir=shared_data / "pdnc")
+    return build_organism(cfg, root=organisms_root())
+
+
+@pytest.fixture(scope="module")
+def probed(quick: BuildResult) -> dict[int, dict[str, Any]]:
+    passages = load_split(quick.directory / "split.json")
+    last = quick.manifest["epochs"][-1]["epoch"]
+    return {e: measure_checkpoint(quick.directory / f"epoch{e}", passages) for e in (0, last)}
+
+
+def _row(measured: dict[str, Any], dose: int) -> dict[str, Any]:
+    return next(r for r in measured["by_dose"] if r["dose"] == dose)
+
+
+def _all_members_auc(measured: dict[str, Any]) -> float:
+    from recitation.metrics.stats import roc_auc
+
+    ps = measured["passages"]
+    return roc_auc([int(p["dose"] > 0) for p in ps], [-p["nll"] for p in ps])
+
+
+def test_quick_organism_is_built_and_recorded(quick: BuildResult) -> None:
+    m = quick.manifest
+    assert [e["epoch"] for e in m["epochs"]] == [0, 1, 2]
+    assert m["split"]["members_by_dose"] == {"1": 5, "4": 5, "16": 5}
+    assert m["split"]["nonmembers"] == 15
+    losses = [e["train_loss"] for e in m["epochs"][1:]]
+    assert losses[1] < losses[0]  # it learns
+    assert organism_checkpoint("quick:epoch2") == quick.directory / "epoch2"
+
+
+def test_fine_tuning_makes_members_recitable(probed: dict[int, dict[str, Any]]) -> None:
+    base, tuned = probed[0], probed[max(probed)]
+    # epoch 0 (the base model): no member is recited, LOSS does not separate them
+    assert all(r["verbatim"] == 0 for r in base["by_dose"])
+    assert 0.25 < _all_members_auc(base) < 0.75
+    # after fine-tuning: LOSS separates members, the more so the higher the dose, and the
+    # greedy continuation of a 16x member's first 32 tokens reproduces the next 32
+    assert _all_members_auc(tuned) > 0.9
+    assert _row(tuned, 16)["loss_auc"] > 0.95
+    assert _row(tuned, 16)["mean_nll"] < _row(tuned, 4)["mean_nll"] < _row(tuned, 1)["mean_nll"]
+    assert _row(tuned, 16)["mean_nll"] < _row(tuned, 0)["mean_nll"] / 5
+    assert _row(tuned, 16)["verbatim"] >= 0.6
+    assert _row(tuned, 0)["verbatim"] == 0
+
+
+def test_an_up_to_date_organism_is_reused(quick: BuildResult, shared_data: Path) -> None:
+    again = build_organism(make_config(quick=True, data_dir=shared_data / "pdnc"),
+                           root=organisms_root())
+    assert again.reused and again.manifest == quick.manifest
+
+
+def test_show_prints_the_manifest(quick: BuildResult, capsys: pytest.CaptureFixture[str]) -> None:
+    from recitation.cli import main
+
+    assert main(["organism", "show", "--quick", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["directory"] == str(quick.directory)
+    assert shown["manifest"]["fingerprint"] == quick.manifest["fingerprint"]
+
+
+def test_same_seed_same_numbers(shared_data: Path, tmp_path: Path) -> None:
+    """Two builds from scratch of a tiny organism give the same losses and weights; another
+    seed does not (so the comparison can fail)."""
+    tiny = make_config(name="tiny", data_dir=shared_data / "pdnc", passage_tokens=32,
+                       members_per_dose=1, nonmembers=2, doses=(1, 2), epochs=2,
+                       batch_size=2, threads=1, learning_rate=1e-4)
+    a = build_organism(tiny, root=tmp_path / "a")
+    b = build_organism(tiny, root=tmp_path / "b")
+    c = build_organism(tiny.model_copy(update={"seed": 1}), root=tmp_path / "c")
+    assert not (a.reused or b.reused)
+    assert a.manifest["fingerprint"] == b.manifest["fingerprint"]
+
+    def numbers(r: BuildResult) -> list[tuple[Any, str]]:
+        return [(e["train_loss"], e["digest"]) for e in r.manifest["epochs"]]
+
+    assert numbers(a) == numbers(b)
+    assert a.manifest["epochs"][2]["train_loss"] is not None
+    assert (a.directory / "split.json").read_bytes() == (b.directory / "split.json").read_bytes()
+    assert numbers(c)[1:] != numbers(a)[1:]
+    assert c.manifest["fingerprint"] != a.manifest["fingerprint"]
