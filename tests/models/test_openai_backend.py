@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -167,17 +168,34 @@ async def test_parameters_reach_the_server(scripted_server: ServerHandle, key: s
 
 
 async def test_requests_of_one_call_run_concurrently_and_bounded(key: str) -> None:
-    hold = FaultAction.hang(0.5)
-    with start_server(ScriptedModel(), fault_hook=lambda i: hold) as h:
+    """Measured at the server, not by the clock: each request waits at a barrier until
+    ``limit`` requests are inside the server at once (so the call must run them concurrently,
+    or the barrier times out and the call fails), and the server records the most requests
+    it ever held at once (never above the client's limit)."""
+    state: dict[str, Any] = {"barrier": None, "peak": 0, "live": 0}
+    lock = threading.Lock()
+
+    def hook(info: RequestInfo) -> FaultAction | None:
+        with lock:
+            state["live"] += 1
+            state["peak"] = max(state["peak"], state["live"])
+        try:
+            state["barrier"].wait()
+            time.sleep(0.05)  # a request over the limit would arrive meanwhile
+        finally:
+            with lock:
+                state["live"] -= 1
+        return None
+
+    with start_server(ScriptedModel(), fault_hook=hook) as h:
         reqs = [GenerationRequest(prompt=f"p {i}", max_tokens=2) for i in range(4)]
-        for limit, lo, hi in ((4, 0.5, 1.5), (2, 1.0, 2.0)):  # serial: 2.0 s
+        for limit in (4, 2):
+            state.update(barrier=threading.Barrier(limit, timeout=60), peak=0)
             m = client_for(h, max_concurrency=limit)
-            t0 = time.monotonic()
             out = await m.generate(reqs)
-            elapsed = time.monotonic() - t0
             await m.aclose()
             assert [g.text for g in out] == [f"p {i}" for i in range(4)]  # order kept
-            assert lo <= elapsed < hi, (limit, elapsed)
+            assert state["peak"] == limit
 
 
 async def test_works_across_event_loops(scripted_server: ServerHandle, key: str) -> None:
