@@ -145,33 +145,30 @@ async def test_concurrency_limit_is_respected() -> None:
     assert live["max"] == 2
 
 
-async def test_rate_limiter_spaces_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_rate_limiter_spaces_requests() -> None:
     """On a fake clock (the machine's load cannot change the outcome): from an empty bucket
     at 600 requests per minute, 3 requests need exactly 0.3 s of refill, waited in sleeps."""
-    import recitation.models.managed as managed
-
     clock = {"now": 1000.0}
     slept: list[float] = []
 
     async def fake_sleep(seconds: float) -> None:
         slept.append(seconds)
-        clock["now"] += seconds
+        clock["now"] += seconds + 1e-9  # a real sleep never ends early (no float stall)
 
-    monkeypatch.setattr(managed.time, "monotonic", lambda: clock["now"])
-    monkeypatch.setattr(managed.asyncio, "sleep", fake_sleep)
-    lim = RateLimiter(rpm=600, tpm=None)  # 10 per second, bucket starts full (600)
+    # 10 per second, bucket starts full (600)
+    lim = RateLimiter(rpm=600, tpm=None, clock=lambda: clock["now"], sleep=fake_sleep)
     lim._level["req"] = 0.0  # start empty to measure the refill rate
     for _ in range(3):
         await lim.acquire(1, 0)
-    assert clock["now"] - 1000.0 == pytest.approx(0.3, abs=1e-9)
-    assert slept == pytest.approx([0.1, 0.1, 0.1])
+    assert clock["now"] - 1000.0 == pytest.approx(0.3, abs=1e-6)
+    assert slept == pytest.approx([0.1, 0.1, 0.1], abs=1e-6)
     clock["now"] += 60.0  # a minute idle refills the bucket to its cap, no further
     slept.clear()
     for _ in range(600):
         await lim.acquire(1, 0)
     assert slept == []
     await lim.acquire(1, 0)
-    assert slept == pytest.approx([0.1])
+    assert slept == pytest.approx([0.1], abs=1e-6)
 
 
 async def test_score_goes_through_cache(tmp_path: Path) -> None:

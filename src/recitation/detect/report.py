@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from recitation.corpus.tokenize import estimate_tokens
 from recitation.detect.calibrate import (
     CalibrationMethod,
     calibrate,
@@ -237,14 +238,14 @@ def estimate_calls(job: DetectJob, cfg: RunConfig, *, logprobs: bool = True) -> 
         out["generate_calls"] = len(pool.requests)
         for r in pool.requests:
             text = r.prompt or "".join(m.content for m in r.messages or ())
-            out["input_tokens"] += max(1, len(text) // 4)
+            out["input_tokens"] += estimate_tokens(text)
             out["output_tokens"] += r.max_tokens
     from recitation.methods import estimate, family_methods  # calls from the metadata
 
     scoring = estimate([m for f in p.detectors for m in family_methods("detector", f)], p)
     if (per := len(scoring.score)) and logprobs:  # texts scored per sample
         out["score_calls"] = per * len(samples)  # recall: its prefix's tokens not counted
-        out["input_tokens"] += per * sum(max(1, len(s.text) // 4) for s in samples)
+        out["input_tokens"] += per * sum(estimate_tokens(s.text) for s in samples)
         out["reference_score_calls"] = scoring.reference * len(samples)
     table = cfg.price_table()
     out["model_calls"] = (out["generate_calls"] + out["score_calls"]

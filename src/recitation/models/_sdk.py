@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import importlib
 import json
 import os
 import time
@@ -40,9 +39,9 @@ from recitation.errors import (
     BackendError,
     BackendTimeout,
     MalformedResponseError,
-    MissingDependencyError,
     RateLimitError,
     ServerError,
+    require,
 )
 from recitation.models.base import Generation, GenerationRequest, Model
 
@@ -242,11 +241,7 @@ class SDKModel(Model):
 
     def __init__(self, model: str, *, base_url: str | None, api_key_env: str | None,
                  timeout: float, max_concurrency: int) -> None:
-        try:
-            self._sdk: Any = importlib.import_module(self.sdk_module)
-        except ImportError as e:
-            raise MissingDependencyError(self.sdk_module, "api",
-                                         f"the {self.backend} backend") from e
+        self._sdk: Any = require(self.sdk_module, f"the {self.backend} backend")
         self.name = model
         self.base_url = base_url
         self.api_key_env = api_key_env

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from recitation.errors import ConfigError, MissingDependencyError
+from recitation.errors import ConfigError, require
 from recitation.models.base import (
     Capabilities,
     Generation,
@@ -45,10 +45,7 @@ SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def _require(module: str, purpose: str) -> Any:
-    try:
-        return __import__(module)
-    except ImportError as e:
-        raise MissingDependencyError(module, "local", purpose) from e
+    return require(module, purpose)
 
 
 def smollm2_gguf_path() -> Path:

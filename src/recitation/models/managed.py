@@ -35,6 +35,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from recitation.corpus.tokenize import estimate_tokens
 from recitation.errors import BackendError, BudgetExceeded
 from recitation.models.base import (
     Generation,
@@ -102,9 +103,12 @@ class Budget:
 class RateLimiter:
     """Token buckets for requests and tokens per minute (asyncio)."""
 
-    def __init__(self, rpm: float | None, tpm: float | None) -> None:
+    def __init__(self, rpm: float | None, tpm: float | None, *,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self._buckets = [(rpm, "req"), (tpm, "tok")]
-        now = time.monotonic()
+        self._clock, self._sleep = clock, sleep  # injectable for tests (a fake clock)
+        now = clock()
         self._level = {"req": rpm or 0.0, "tok": tpm or 0.0}
         self._stamp = {"req": now, "tok": now}
         self._lock = asyncio.Lock()
@@ -118,14 +122,14 @@ class RateLimiter:
 
     async def _take(self, name: str, cap: float, amount: float) -> None:
         while True:
-            now = time.monotonic()
+            now = self._clock()
             rate = cap / 60.0
             self._level[name] = min(cap, self._level[name] + (now - self._stamp[name]) * rate)
             self._stamp[name] = now
             if self._level[name] >= amount:
                 self._level[name] -= amount
                 return
-            await asyncio.sleep((amount - self._level[name]) / rate)
+            await self._sleep((amount - self._level[name]) / rate)
 
 
 @dataclass
@@ -188,7 +192,7 @@ class ManagedModel(Model):
             "generate", payloads, [r.deterministic and reproducible for r in requests],
             lambda idx: self.inner.generate([requests[i] for i in idx]),
             Generation.from_dict,
-            [max(1, len(r.prompt or "".join(m.content for m in r.messages or ())) // 4)
+            [estimate_tokens(r.prompt or "".join(m.content for m in r.messages or ()))
              + r.max_tokens for r in requests],
         )
 
@@ -197,7 +201,7 @@ class ManagedModel(Model):
             "score", [{"text": t} for t in texts], [True] * len(texts),
             lambda idx: self.inner.score([texts[i] for i in idx]),
             TokenScores.from_dict,
-            [max(1, len(t) // 4) for t in texts],
+            [estimate_tokens(t) for t in texts],
         )
 
     async def _managed(
