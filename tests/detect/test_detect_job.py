@@ -150,9 +150,7 @@ def test_summarization_task_scores_against_the_models_own_answer(
 
 @pytest.mark.model
 def test_token_level_bit_flip_uses_the_local_tokenizer(local_model) -> None:  # type: ignore[no-untyped-def]
-    from recitation.detect.job import model_tokenizer
-
-    tok = model_tokenizer(ManagedModel(local_model))
+    tok = ManagedModel(local_model).tokenizer()
     assert tok is not None and tok.vocab_size >= 49152
     job = make_job("detect", {"perturbations": ["bitflip_tokens"], "limit": 1}, seed=0)
     perts = job.perturbations(ManagedModel(local_model))  # type: ignore[attr-defined]
@@ -160,7 +158,7 @@ def test_token_level_bit_flip_uses_the_local_tokenizer(local_model) -> None:  # 
     out = [perts["bitflip_tokens"](text, k, 1) for k in range(4)]
     assert out[0] == text and out[3] != text
     assert out[3] == perts["bitflip_tokens"](text, 3, 1)
-    assert model_tokenizer(ScriptedModel()) is None
+    assert ScriptedModel().tokenizer() is None
 
 
 def test_cli_estimate_only(capsys: pytest.CaptureFixture[str]) -> None:

@@ -76,10 +76,10 @@ def test_recall_matches_a_direct_computation_from_logits(local_model) -> None:  
 @pytest.mark.model
 @pytest.mark.parametrize("a", [0.01, 10.0])  # the authors' cap, and one that never binds
 def test_dcpdd_matches_a_direct_computation_from_logits(local_model, a: float) -> None:  # type: ignore[no-untyped-def]
-    from recitation.detect.job import _HFTokenizer
+    from recitation.models.tokenizer import HFTokenizer
 
     loaded = local_model.load()
-    tok = _HFTokenizer(loaded.tokenizer)
+    tok = HFTokenizer(loaded.tokenizer)
     freqs = count_tokens(CORPUS, tok.tokens, tok.vocab_size, "test")
     for text, ts in zip(TEXTS, local_model.score_sync(TEXTS), strict=True):
         want = _direct_dcpdd(loaded.model, loaded.tokenizer, text, a)

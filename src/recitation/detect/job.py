@@ -53,8 +53,6 @@ from recitation.errors import ConfigError
 from recitation.methods import Access
 from recitation.metrics.ncd import Compressor
 from recitation.models.base import Model
-from recitation.models.tokenizer import HFTokenizer
-from recitation.models.tokenizer import Tokenizer as ModelTokenizer
 from recitation.runs.config import ModelConfig
 from recitation.runs.jobs import Job, Table, WorkItem
 
@@ -123,14 +121,6 @@ class DetectParams(BaseModel):
                              self.mode, self.sensitivity, self.ncd)
 
 
-_HFTokenizer = HFTokenizer  # the adapter lives with the models (tests still import it here)
-
-
-def model_tokenizer(model: Model) -> ModelTokenizer | None:
-    """The model's own tokenizer through the model contract, or None when it exposes none."""
-    return model.tokenizer()
-
-
 class DetectJob(Job):
     name = "detect"
     description = "PEARL perturbation sensitivity and white-box membership scores, calibrated"
@@ -181,7 +171,7 @@ class DetectJob(Job):
         if want == "o200k":
             raise ConfigError("bitflip_tokenizer 'o200k' needs an offline o200k encoding: "
                               "pip install rs-bpe (or recitation[detect])")
-        tok = model_tokenizer(model) if model is not None else None
+        tok = model.tokenizer() if model is not None else None
         if tok is None and model is not None:
             raise ConfigError(f"the published bit flip needs token ids: backend "
                               f"'{model.backend}' exposes no tokenizer and no o200k encoding "
@@ -195,7 +185,8 @@ class DetectJob(Job):
         as many calls)."""
         names, scale = self.params.perturbations, self.params.bitflip_scale
         btok = self.bitflip_tokenizer(model)[0] if "bitflip" in names else None
-        tok = model_tokenizer(model) if model is not None and "bitflip_tokens" in names else None
+        tok = (model.tokenizer() if model is not None and "bitflip_tokens" in names
+               else None)
         out: dict[str, Perturb] = {}
         for n in names:
             if n.startswith("bitflip") and model is None and (btok if n == "bitflip" else tok
