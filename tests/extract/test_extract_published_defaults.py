@@ -89,7 +89,8 @@ def test_judge_request_is_the_released_one() -> None:
 
 def _released(path: str) -> str:
     if not (RELEASED / "HEAD").exists() and not (RELEASED / "refs").exists():
-        pytest.skip(f"the released RECAP code is not mirrored at {RELEASED}")
+        pytest.skip(f"the released RECAP code is not mirrored at {RELEASED} (a bare clone of "
+                    "github.com/avduarte333/RECAP there runs these byte-for-byte checks)")
     return subprocess.run(["git", "-C", str(RELEASED), "show", f"HEAD:{path}"], check=True,
                           capture_output=True, text=True).stdout
 
