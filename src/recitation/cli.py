@@ -143,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_runs_show)
 
     # These modules import their heavy dependencies lazily, so registering is cheap.
+    from recitation.bench.cli import add_bench_parser
     from recitation.detect.cli import add_detect_parser
     from recitation.evaluate import add_evaluate_parser
     from recitation.extract.cli import add_extract_parser
@@ -151,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     from recitation.serve import add_serve_parser
 
     for add in (add_serve_parser, add_evaluate_parser, add_extract_parser, add_detect_parser,
-                add_methods_parser, add_organism_parser):
+                add_methods_parser, add_organism_parser, add_bench_parser):
         add(sub)
     return parser
 

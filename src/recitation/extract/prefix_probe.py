@@ -70,6 +70,8 @@ class PrefixProbeParams(BaseModel):
     temperature: float = Field(0.0, ge=0)
     verbatim_words: int = Field(8, ge=1)
     near_verbatim_rouge: float = Field(0.75, ge=0, le=1)
+    keep_spacing: bool = Field(False, description="give the prefix with the passage's own "
+                               "spacing and line breaks (default: words joined by spaces)")
 
     @model_validator(mode="after")
     def _need_path(self) -> PrefixProbeParams:
@@ -78,14 +80,21 @@ class PrefixProbeParams(BaseModel):
         return self
 
 
-def _split(text: str, max_words: int, fraction: float) -> tuple[str, str]:
+def _split(text: str, max_words: int, fraction: float,
+           keep_spacing: bool = False) -> tuple[str, str]:
     """Cut to ``max_words`` whitespace words; prefix = the first ``fraction`` of them
-    (``floor``, at least one word on each side)."""
-    toks = text.split()[:max_words]
+    (``floor``, at least one word on each side). ``keep_spacing``: the passage's own spacing
+    (line breaks included) is kept, else its words are joined by single spaces."""
+    all_toks = text.split()
+    toks = all_toks[:max_words]
     if len(toks) < 2:
         raise CorpusError(f"passage too short to split: {text!r}")
     k = min(len(toks) - 1, max(1, math.floor(len(toks) * fraction)))
-    return split_at_word(" ".join(toks), k)
+    if not keep_spacing:
+        return split_at_word(" ".join(toks), k)
+    if len(all_toks) > max_words:
+        text = split_at_word(text, max_words)[0]
+    return split_at_word(text, k)
 
 
 class PrefixProbeJob(Job):
@@ -108,7 +117,8 @@ class PrefixProbeJob(Job):
     def items(self) -> list[WorkItem]:
         out = []
         for pid, group, text in self._passages():
-            prefix, target = _split(text, self.params.max_words, self.params.prefix_fraction)
+            prefix, target = _split(text, self.params.max_words, self.params.prefix_fraction,
+                                    self.params.keep_spacing)
             out.append(WorkItem(pid, {"group": group, "prefix": prefix, "target": target}))
         return out
 
@@ -185,6 +195,7 @@ PREFIX_PROBE = MethodInfo(
     "longest common prefix", access=frozenset({Access.GENERATE}),
     writes=("continuation", "lcp_words", "rouge_l_f1", "verdict"), calls=_calls,
     calls_formula="1 generation", job="prefix_probe", family="prefix_probe", unit="passage",
-    options=("mode", "chat_prompt", "max_words", "prefix_fraction", "max_new_tokens"),
+    options=("mode", "chat_prompt", "max_words", "prefix_fraction", "max_new_tokens",
+             "keep_spacing"),
     summary="continue each passage from its first words; longest common prefix, ROUGE-L and "
     "a verbatim / near-verbatim verdict against the true continuation (recitation demo)")

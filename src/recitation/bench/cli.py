@@ -1,0 +1,108 @@
+"""``recitation bench groundtruth``: every method on every checkpoint of the model organism."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+EXAMPLES = """examples:
+  recitation bench groundtruth --quick           # the CI organism: a few minutes
+  recitation bench groundtruth                   # the default organism (docs/benchmarks.md)
+  recitation bench groundtruth --epochs 0 3 --units whitebox prefix
+  recitation bench groundtruth --organism books  # an organism built with --name books
+
+Presets (default, quick) are built first when missing or out of date; results go to
+OUT/results.json and OUT/results.md, one run per unit and checkpoint under OUT/runs, and
+every finished unit is kept under OUT/units so a killed benchmark resumes where it stopped.
+"""
+
+SUMMARY_METHODS = ("loss", "zlib", "min_k_20", "min_k_pp_20", "reference", "recall", "dcpdd",
+                   "pearl_bitflip_sensitivity", "pearl_synonym_sensitivity",
+                   "prefix_lcp_words")
+
+
+def add_bench_parser(sub: Any) -> None:
+    from recitation.bench.groundtruth import UNITS
+
+    p = sub.add_parser("bench", help="benchmarks on ground truth (the model organism)",
+                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    cmds = p.add_subparsers(dest="bench_cmd", required=True)
+    g = cmds.add_parser("groundtruth", help="every detector and extractor per checkpoint and "
+                        "dose of the model organism", epilog=EXAMPLES,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    g.add_argument("--quick", action="store_true", help="the quick organism and settings")
+    g.add_argument("--organism", default=None, help="organism name (default: 'default', "
+                   "or 'quick' with --quick)")
+    g.add_argument("--epochs", type=int, nargs="+", default=None, metavar="E",
+                   help="checkpoints to measure (default: all)")
+    g.add_argument("--units", nargs="+", choices=UNITS, default=None)
+    g.add_argument("--pearl-outputs", type=int, default=None, metavar="N",
+                   help="PEARL outputs per input and intensity (default 3; quick 1; the "
+                   "papers use 10)")
+    g.add_argument("--pearl-max-intensity", type=int, default=None, metavar="K")
+    g.add_argument("--no-reference", action="store_true",
+                   help="skip the reference-model score (base model as reference)")
+    g.add_argument("--bootstrap", type=int, default=None, metavar="N",
+                   help="bootstrap resamples for the intervals (default 1000; quick 200)")
+    g.add_argument("--seed", type=int, default=None)
+    g.add_argument("--out", type=Path, default=None,
+                   help="output directory (default: bench/groundtruth-<organism>)")
+    g.add_argument("--json", action="store_true", help="print the results as JSON")
+    g.set_defaults(func=cmd_groundtruth)
+
+
+def make_bench_config(args: argparse.Namespace) -> Any:
+    from pydantic import ValidationError
+
+    from recitation.bench.groundtruth import QUICK, GroundTruthConfig
+    from recitation.errors import ConfigError
+
+    base = QUICK if args.quick else GroundTruthConfig()
+    fields = {"organism": args.organism, "units": tuple(args.units) if args.units else None,
+              "epochs": tuple(args.epochs) if args.epochs else None,
+              "pearl_outputs": args.pearl_outputs,
+              "pearl_max_intensity": args.pearl_max_intensity,
+              "reference": False if args.no_reference else None,
+              "n_bootstrap": args.bootstrap, "seed": args.seed}
+    try:
+        return GroundTruthConfig(**(base.model_dump() | {k: v for k, v in fields.items()
+                                                        if v is not None}))
+    except ValidationError as exc:
+        raise ConfigError("bench groundtruth: " + "; ".join(
+            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
+
+
+def ensure_organism(name: str) -> None:
+    """Build (or reuse, when up to date) a preset organism; others must already be built."""
+    from recitation.organism.build import build_organism
+    from recitation.organism.config import make_config
+    from recitation.organism.paths import DEFAULT_NAME, QUICK_NAME, read_manifest
+    from recitation.runs.console import console
+
+    if name in (DEFAULT_NAME, QUICK_NAME):
+        res = build_organism(make_config(quick=name == QUICK_NAME))
+        console.print(f"organism {name}: {'reused' if res.reused else 'built'} "
+                      f"({res.directory})")
+    else:
+        read_manifest(name)  # a clear error with the build command when it is not built
+
+
+def cmd_groundtruth(args: argparse.Namespace) -> int:
+    from recitation.bench.analysis import benchmark
+    from recitation.bench.tables import markdown
+    from recitation.runs.console import console, err_console
+
+    cfg = make_bench_config(args)
+    ensure_organism(cfg.organism)
+    out = args.out or Path("bench") / f"groundtruth-{cfg.organism}"
+    results = benchmark(cfg, out, progress=lambda msg: err_console.print(f"[dim]{msg}[/dim]"))
+    md = markdown(results)
+    (out / "results.md").write_text(md, encoding="utf-8")
+    if args.json:
+        print(json.dumps(results, indent=1))
+    else:
+        console.print(markdown(results, SUMMARY_METHODS), markup=False)
+        console.print(f"results: {out / 'results.json'}, {out / 'results.md'}")
+    return 0

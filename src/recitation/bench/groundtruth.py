@@ -1,0 +1,255 @@
+"""``recitation bench groundtruth``: every method measured on the model organism.
+
+The organism (:mod:`recitation.organism`) is SmolLM2 fine-tuned on known PDNC passages
+(members, each repeated ``dose`` times per epoch) with non-members drawn from the same
+novels; one checkpoint per epoch, epoch 0 being the base model (the control). For each
+checkpoint this module runs, as ordinary runs of the toolkit's jobs (one run per *unit*, so
+each method's calls, tokens and CPU seconds are its own):
+
+* ``whitebox`` — the detect job's white-box family (LOSS, zlib, lowercase, Min-K%,
+  Min-K%++ and, from epoch 1, the reference-model ratio with the base model as reference);
+* ``recall``, ``dcpdd`` — ReCaLL and DC-PDD;
+* ``pearl`` — PEARL's perturbation sensitivity (bit flip and synonym by default);
+* ``prefix`` — prefix probing: the first half of each passage (its own spacing), greedy
+  continuation, scored against the true second half (exact match, 40-token verbatim
+  passages, longest common prefix, ROUGE-L).
+
+The response cache is off for these runs (every call is made and counted; a second run of
+the benchmark recomputes everything, which is what the determinism test checks). Each unit's
+outcome is saved under ``OUT/units/`` with a key of everything that determines it, so a
+killed benchmark resumes where it stopped. :mod:`recitation.bench.analysis` builds the
+tables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from recitation.errors import ConfigError
+from recitation.organism.config import digest
+from recitation.organism.data import Passage
+
+log = logging.getLogger(__name__)
+
+UNITS: tuple[str, ...] = ("whitebox", "recall", "dcpdd", "pearl", "prefix")
+DETECT_UNITS = frozenset({"whitebox", "recall", "dcpdd", "pearl"})
+FORMAT = 1
+"""Bumped whenever a unit's runs change for the same settings (invalidates saved units)."""
+
+Progress = Callable[[str], None]
+
+
+class GroundTruthConfig(BaseModel):
+    """What the benchmark runs. Defaults: the published settings where the budget allows
+    (see docs/benchmarks.md for the differences)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    organism: str = "default"
+    epochs: tuple[int, ...] | None = None  # None: every checkpoint
+    units: tuple[str, ...] = UNITS
+    perturbations: tuple[str, ...] = ("bitflip", "synonym")
+    pearl_outputs: int = Field(3, ge=1)  # the papers: 10 (cost: see docs/benchmarks.md)
+    pearl_max_intensity: int = Field(5, ge=1)
+    pearl_temperature: float = Field(0.3, ge=0)
+    reference: bool = True  # whitebox "reference" score with the base model (epoch >= 1)
+    prefix_fraction: float = Field(0.5, gt=0, lt=1)
+    n_bootstrap: int = Field(1000, ge=0)
+    seed: int = 0
+
+    @field_validator("units")
+    @classmethod
+    def _units(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [u for u in v if u not in UNITS]
+        if bad or not v:
+            raise ValueError(f"unknown unit(s) {bad}; choose from {list(UNITS)}")
+        return v
+
+
+QUICK = GroundTruthConfig(organism="quick", pearl_outputs=1, pearl_max_intensity=3,
+                          n_bootstrap=200)
+
+
+@dataclass
+class UnitOutcome:
+    """One unit on one checkpoint: its stored records and what it cost."""
+
+    epoch: int
+    unit: str
+    key: str
+    status: str
+    records: list[dict[str, Any]]
+    calls: dict[str, Any]
+    cpu_seconds: float
+    wall_seconds: float
+    run_dir: str
+
+
+# -- the data ------------------------------------------------------------------------------
+def sample_files(passages: Sequence[Passage], out: Path) -> dict[str, Path]:
+    """``members.jsonl`` / ``nonmembers.jsonl`` (detect samples) and ``passages.jsonl``
+    (prefix probing; ``group`` = ``dose<d>`` or ``nonmember``) under ``out/data``."""
+    data = out / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    rows = {"members": [p for p in passages if p.member],
+            "nonmembers": [p for p in passages if not p.member]}
+    files = {}
+    for name, ps in rows.items():
+        files[name] = _write_jsonl(data / f"{name}.jsonl",
+                                   [{"id": p.id, "text": p.text} for p in ps])
+    files["passages"] = _write_jsonl(data / "passages.jsonl", [
+        {"id": p.id, "text": p.text, "group": group_of(p)} for p in passages])
+    return files
+
+
+def group_of(p: Passage) -> str:
+    return f"dose{p.dose}" if p.member else "nonmember"
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+# -- one unit ------------------------------------------------------------------------------
+def unit_params(unit: str, cfg: GroundTruthConfig, files: dict[str, Path], epoch: int,
+                checkpoints: dict[int, Path], passage_tokens: int) -> tuple[str, dict[str, Any]]:
+    """(job name, job params) of ``unit`` on checkpoint ``epoch``."""
+    if unit == "prefix":
+        return "prefix_probe", {
+            "source": "jsonl", "path": str(files["passages"]), "group_field": "group",
+            "max_words": 100_000, "prefix_fraction": cfg.prefix_fraction,
+            "max_new_tokens": passage_tokens + 16, "mode": "completion",
+            "temperature": 0.0, "keep_spacing": True}
+    params: dict[str, Any] = {
+        "members": [str(files["members"])], "controls": [str(files["nonmembers"])],
+        "detectors": [unit], "labelled": True, "n_bootstrap": 0}
+    if unit == "pearl":
+        params |= {"perturbations": list(cfg.perturbations), "outputs": cfg.pearl_outputs,
+                   "max_intensity": cfg.pearl_max_intensity,
+                   "temperature": cfg.pearl_temperature}
+    if unit == "whitebox" and cfg.reference and epoch != 0 and 0 in checkpoints:
+        params["reference_model"] = {"backend": "local", "model": str(checkpoints[0]),
+                                     "concurrency": 1}
+    return "detect", params
+
+
+def unit_key(job: str, params: dict[str, Any], seed: int, model_id: dict[str, Any]) -> str:
+    """Everything that determines a unit's records (the saved outcome is reused only when
+    this matches)."""
+    return digest({"format": FORMAT, "job": job, "params": params, "seed": seed,
+                   "model": model_id})
+
+
+async def run_unit(job: str, params: dict[str, Any], model: str, seed: int,
+                   runs_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]], Path, str]:
+    """Create and execute one run (response cache off); returns its call totals, records,
+    directory and status."""
+    from recitation.runs.config import RunConfig
+    from recitation.runs.runner import create_run, execute
+    from recitation.runs.store import RunStore
+
+    cfg = RunConfig(job=job, name=f"groundtruth-{job}", seed=seed, cache=False,
+                    model={"backend": "local", "model": model, "concurrency": 1},
+                    params=params)
+    run_dir = create_run(cfg, runs_dir)
+    outcome = await execute(run_dir, use_cache=False)
+    with RunStore(run_dir) as store:
+        records = [{"item_id": item_id} | r for item_id, r in store.results(job)]
+        calls = store.call_totals()
+    return calls, records, run_dir, outcome.status
+
+
+def measure_unit(epoch: int, unit: str, cfg: GroundTruthConfig, files: dict[str, Path],
+                 checkpoints: dict[int, Path], model_ids: dict[int, dict[str, Any]],
+                 passage_tokens: int, out: Path) -> UnitOutcome:
+    """Run ``unit`` on checkpoint ``epoch`` unless its saved outcome has the same key."""
+    job, params = unit_params(unit, cfg, files, epoch, checkpoints, passage_tokens)
+    key = unit_key(job, _portable(params, out), cfg.seed,
+                   model_ids[epoch] | {"reference": model_ids.get(0) if "reference_model"
+                                       in params else None})
+    saved = out / "units" / f"epoch{epoch}-{unit}.json"
+    if saved.exists():
+        doc = json.loads(saved.read_text(encoding="utf-8"))
+        if doc.get("key") == key and doc.get("status") == "completed":
+            return UnitOutcome(**doc)
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    calls, records, run_dir, status = asyncio.run(
+        run_unit(job, params, str(checkpoints[epoch]), cfg.seed, out / "runs"))
+    res = UnitOutcome(epoch, unit, key, status, records, calls,
+                      time.process_time() - cpu0, time.perf_counter() - wall0, str(run_dir))
+    saved.parent.mkdir(parents=True, exist_ok=True)
+    saved.write_text(json.dumps(asdict(res), ensure_ascii=False), encoding="utf-8")
+    return res
+
+
+def _portable(params: dict[str, Any], out: Path) -> dict[str, Any]:
+    """``params`` with paths under ``out`` made relative (the key does not depend on where
+    the benchmark directory is) and checkpoint paths dropped (the model ids stand for them)."""
+    def fix(v: Any) -> Any:
+        if isinstance(v, str) and v.startswith(str(out)):
+            return v[len(str(out)):].lstrip("/")
+        if isinstance(v, list):
+            return [fix(x) for x in v]
+        if isinstance(v, dict):
+            return {k: fix(x) for k, x in v.items() if k != "model"}
+        return v
+    return {k: fix(v) for k, v in params.items()}
+
+
+# -- the whole benchmark ---------------------------------------------------------------------
+def checkpoint_ids(manifest: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """Per epoch: what the checkpoint is (organism fingerprint, epoch, weight hashes)."""
+    return {int(e["epoch"]): {"organism": manifest.get("fingerprint"), "epoch": e["epoch"],
+                              "weights": e.get("digest")}
+            for e in manifest.get("epochs", [])}
+
+
+@dataclass
+class Measured:
+    """The organism the benchmark ran on and every unit's outcome."""
+
+    manifest: dict[str, Any]
+    passages: list[Passage]
+    outcomes: list[UnitOutcome]
+
+
+def run_units(cfg: GroundTruthConfig, out: Path, *,
+              progress: Progress | None = None) -> Measured:
+    """Run every unit on every chosen checkpoint of the built organism ``cfg.organism``
+    (saved units with the same key are reused)."""
+    from recitation.organism.data import load_split
+    from recitation.organism.paths import SPLIT, organism_checkpoint, organism_dir, read_manifest
+
+    manifest = read_manifest(cfg.organism)
+    passages = load_split(organism_dir(cfg.organism) / SPLIT)
+    all_epochs = sorted(int(e["epoch"]) for e in manifest["epochs"])
+    epochs = list(cfg.epochs) if cfg.epochs is not None else all_epochs
+    missing = [e for e in epochs if e not in all_epochs]
+    if missing:
+        raise ConfigError(f"bench groundtruth: organism {cfg.organism!r} has no epoch(s) "
+                          f"{missing}; it has {all_epochs}")
+    checkpoints = {e: organism_checkpoint(f"{cfg.organism}:epoch{e}") for e in all_epochs}
+    ids = checkpoint_ids(manifest)
+    out.mkdir(parents=True, exist_ok=True)
+    files = sample_files(passages, out)
+    tokens = int(manifest["config"]["passage_tokens"])
+    outcomes: list[UnitOutcome] = []
+    for epoch in epochs:
+        for unit in cfg.units:
+            if progress:
+                progress(f"epoch {epoch}: {unit}")
+            outcomes.append(measure_unit(epoch, unit, cfg, files, checkpoints, ids, tokens,
+                                         out))
+    return Measured(manifest, passages, outcomes)

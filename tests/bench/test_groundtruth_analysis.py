@@ -1,0 +1,153 @@
+"""The ground-truth benchmark's arithmetic, on hand-made records (no model).
+
+AUCs are checked against scikit-learn, TPR at FPR and the table-4 overlap against values
+worked out by hand, the extraction shares against counted records."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from recitation.bench.analysis import (
+    analyse,
+    detector_scores,
+    extraction_rows,
+    overlap_rows,
+    roc_row,
+    score_rows,
+)
+from recitation.bench.groundtruth import (
+    QUICK,
+    GroundTruthConfig,
+    UnitOutcome,
+    unit_key,
+    unit_params,
+)
+from recitation.bench.tables import markdown
+from recitation.errors import ConfigError
+from recitation.organism.data import Passage
+
+
+def _p(pid: str, dose: int, text: str = "w " * 10) -> Passage:
+    return Passage(id=pid, novel="N", start=0, end=len(text), n_tokens=10, sha256="x",
+                   member=dose > 0, dose=dose, text=text)
+
+
+PASSAGES = [_p("m1", 1), _p("m2", 1), _p("m3", 16), _p("m4", 16),
+            _p("n1", 0), _p("n2", 0), _p("n3", 0), _p("n4", 0)]
+BY_ID = {p.id: p for p in PASSAGES}
+
+
+def test_roc_row_matches_sklearn_and_hand_worked_tpr() -> None:
+    sklearn = pytest.importorskip("sklearn.metrics")
+    labels = [1, 1, 1, 0, 0, 0, 0]
+    scores = [0.9, 0.4, 0.7, 0.5, 0.1, 0.2, 0.3]
+    row = roc_row(labels, scores, n_boot=50, seed=0)
+    assert row["auc"] == pytest.approx(sklearn.roc_auc_score(labels, scores))
+    # above every non-member (0.5): 0.9 and 0.7 -> TPR 2/3 at FPR 0
+    assert row["tpr_at_1"] == pytest.approx(2 / 3)
+    lo, hi = row["auc_ci"]
+    assert 0 <= lo <= row["auc"] <= hi <= 1
+    assert (row["n_members"], row["n_nonmembers"]) == (3, 4)
+
+
+def test_score_rows_per_dose_against_all_nonmembers() -> None:
+    values = {"m1": 0.2, "m2": 0.9, "m3": 1.0, "m4": 0.95, "n1": 0.1, "n2": 0.3, "n3": 0.5,
+              "n4": 0.0}
+    rows = {r["dose"]: r for r in score_rows("s", "f", 2, values, BY_ID, ["all", "1", "16"],
+                                             0, 0)}
+    assert rows["16"]["auc"] == 1.0
+    assert rows["1"]["auc"] == pytest.approx((2 + 4) / 8)  # 0.2 beats n1, n4; 0.9 beats all
+    assert rows["all"]["n_members"] == 4 and rows["16"]["n_members"] == 2
+    assert rows["all"]["auc_ci"] == [None, None]  # no bootstrap asked for
+
+
+def test_detector_scores_are_oriented_member_high() -> None:
+    o = UnitOutcome(0, "whitebox", "k", "completed", [{"scores": [
+        {"sample_id": "members:m1", "detector": "loss", "score": 2.0,
+         "higher_means_member": False},
+        {"sample_id": "nonmembers:n1", "detector": "ratio", "score": 3.0,
+         "higher_means_member": True},
+        {"sample_id": "nonmembers:n2", "detector": "ratio", "score": float("nan"),
+         "higher_means_member": True}]}], {}, 0.0, 0.0, "")
+    assert detector_scores(o) == {"loss": {"m1": -2.0}, "ratio": {"n1": 3.0}}
+
+
+def _prefix_record(pid: str, target: str, continuation: str, lcp: int) -> dict[str, object]:
+    return {"item_id": pid, "target": target, "continuation": continuation, "lcp_words": lcp,
+            "target_words": len(target.split()), "rouge_l_f1": 0.5}
+
+
+def test_extraction_rows_count_exact_and_40_token_passages() -> None:
+    long = " ".join(f"w{i}" for i in range(60))
+    recs = [_prefix_record("m3", long, long + " extra", 60),            # exact, 40+ tokens
+            _prefix_record("m4", long, " ".join(long.split()[:45]), 45),  # 40+ but not exact
+            _prefix_record("m1", "a b c", "a b c", 3),                  # exact, too short
+            _prefix_record("n1", long, "nothing alike", 0)]
+    rows = {r["group"]: r for r in extraction_rows(
+        UnitOutcome(1, "prefix", "k", "completed", recs, {}, 0, 0, ""), BY_ID)}
+    assert (rows["dose16"]["exact"], rows["dose16"]["passages40"]) == (1, 2)
+    assert (rows["dose1"]["exact"], rows["dose1"]["passages40"]) == (1, 0)
+    assert (rows["nonmember"]["exact"], rows["nonmember"]["passages40"]) == (0, 0)
+    lo, hi = rows["dose16"]["exact_ci"]
+    assert lo < 0.5 < hi
+
+
+def test_overlap_is_pearl_v2_table_4() -> None:
+    nll = {"m1": math.log(30), "m3": math.log(10), "n1": math.log(100), "n2": math.log(20)}
+    loss = {k: -v for k, v in nll.items()}  # member-high, as detector_scores gives it
+    sens = {"m1": 0.1, "m3": 0.5, "n1": 0.3, "n2": 0.0}
+    rows = {r["group"]: r for r in overlap_rows(3, loss, sens, BY_ID)}
+    assert rows["dose16"] | {} == {"epoch": 3, "group": "dose16", "n": 1, "memo_pct": 100,
+                                   "mia_pct": 100, "both_pct": 100}
+    assert (rows["dose1"]["memo_pct"], rows["dose1"]["mia_pct"]) == (0, 100)
+    assert (rows["nonmember"]["memo_pct"], rows["nonmember"]["mia_pct"]) == (50, 50)
+    assert rows["nonmember"]["both_pct"] == 0
+
+
+def test_unit_params_and_keys(tmp_path: Path) -> None:
+    files = {n: tmp_path / f"{n}.jsonl" for n in ("members", "nonmembers", "passages")}
+    ckpts = {0: tmp_path / "epoch0", 2: tmp_path / "epoch2"}
+    job, params = unit_params("whitebox", QUICK, files, 2, ckpts, 64)
+    assert job == "detect" and params["reference_model"]["model"] == str(ckpts[0])
+    assert "reference_model" not in unit_params("whitebox", QUICK, files, 0, ckpts, 64)[1]
+    job, params = unit_params("pearl", QUICK, files, 0, ckpts, 64)
+    assert (params["outputs"], params["max_intensity"]) == (1, 3)
+    job, params = unit_params("prefix", QUICK, files, 0, ckpts, 64)
+    assert job == "prefix_probe" and params["keep_spacing"] and params["max_new_tokens"] == 80
+    a = unit_key(job, params, 0, {"epoch": 0})
+    assert a == unit_key(job, dict(params), 0, {"epoch": 0})
+    assert a != unit_key(job, params, 1, {"epoch": 0})
+    assert a != unit_key(job, params, 0, {"epoch": 1})
+
+
+def test_config_errors_name_the_field() -> None:
+    with pytest.raises(ValueError, match="unknown unit"):
+        GroundTruthConfig(units=("whitebox", "nope"))
+    from recitation.bench.cli import add_bench_parser, make_bench_config
+
+    import argparse
+    parser = argparse.ArgumentParser()
+    add_bench_parser(parser.add_subparsers())
+    args = parser.parse_args(["bench", "groundtruth", "--quick", "--pearl-outputs", "0"])
+    with pytest.raises(ConfigError, match="pearl_outputs"):
+        make_bench_config(args)
+
+
+def test_analyse_and_markdown_end_to_end() -> None:
+    recs = [{"scores": [{"sample_id": f"x:{p.id}", "detector": "loss",
+                         "score": 1.0 if p.member else 3.0 + i,
+                         "higher_means_member": False}]} for i, p in enumerate(PASSAGES)]
+    outcome = UnitOutcome(1, "whitebox", "k", "completed", recs,
+                          {"calls": 1, "input_tokens": 80, "output_tokens": 0}, 2.5, 3.0, "r")
+    manifest = {"fingerprint": "f" * 64, "epochs": [{"epoch": 0}, {"epoch": 1}]}
+    res = analyse(GroundTruthConfig(n_bootstrap=20), manifest, PASSAGES, [outcome])
+    all_row = next(r for r in res["detection"] if r["dose"] == "all")
+    assert all_row["auc"] == 1.0 and all_row["tpr_at_1"] == 1.0
+    assert res["plots"]["auc_by_epoch"]["loss"] == [[1, 1.0]]
+    assert {r["dose"] for r in res["length_baseline"]} == {"all", "1", "16"}
+    md = markdown(res)
+    assert "| `loss` | 1 | 1.00 [1.00, 1.00] |" in md
+    assert "| whitebox | 1 | 80 | 0 | 2 | 3 |" in md
