@@ -65,6 +65,10 @@ class QueryEngine(Protocol):
 
     def longest_prefix(self, ids: list[int]) -> int: ...
 
+    def prefix_lengths(self, ids: list[int], starts: list[int], ends: list[int]) -> list[int]:
+        """For each ``(start, end)``: the longest prefix of ``ids[start:end]`` in the corpus."""
+        ...
+
     def total_tokens(self) -> int: ...
 
     def total_docs(self) -> int: ...
@@ -195,6 +199,12 @@ class NumpyEngine:
     def longest_prefix(self, ids: list[int]) -> int:
         q = self.encode(ids)
         return max(s.longest_prefix(q) for s in self.shards) // self.token_width
+
+    def prefix_lengths(self, ids: list[int], starts: list[int], ends: list[int]) -> list[int]:
+        q = self.encode(ids)
+        w = self.token_width
+        return [max(s.longest_prefix(q[a * w:b * w]) for s in self.shards) // w
+                for a, b in zip(starts, ends, strict=True)]
 
     def total_tokens(self) -> int:
         return sum(s.tok_cnt for s in self.shards)

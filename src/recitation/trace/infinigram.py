@@ -49,6 +49,7 @@ class InfiniGramEngine:
             token_dtype=DTYPES[token_width], ds_prefetch_depth=0, sa_prefetch_depth=0,
             od_prefetch_depth=0)
         self.num_shards = int(self._e.engine.get_num_shards())
+        self._tok_cnt = [int(self._e.engine.get_tok_cnt(s=s)) for s in range(self.num_shards)]
 
     def find(self, ids: list[int]) -> FindResult:
         r = _check(self._e.find(input_ids=list(ids)))
@@ -61,12 +62,38 @@ class InfiniGramEngine:
     def longest_prefix(self, ids: list[int]) -> int:
         if not ids:
             return 0
-        return self.spans_ends(ids)[0]
+        return self._longest(list(ids))
 
     def spans_ends(self, ids: list[int]) -> list[int]:
         """For every start ``l``, the length of the longest match of ``ids[l:]``."""
         rs = _check(self._e.creativity(input_ids=list(ids)))["rs"]
         return [int(r) - i for i, r in enumerate(rs)]
+
+    def prefix_lengths(self, ids: list[int], starts: list[int], ends: list[int]) -> list[int]:
+        """Per start: one ``find`` of ``ids[start:end]``; when absent, the common prefix with
+        the two suffixes beside its insertion point (as the engine's own
+        ``compute_longest_prefix_len``, which the package does not expose on its own)."""
+        return [self._longest(ids[a:b]) for a, b in zip(starts, ends, strict=True)]
+
+    def _longest(self, q: list[int]) -> int:
+        if not q:
+            return 0
+        r = _check(self._e.find(input_ids=q))
+        if r["cnt"]:
+            return len(q)
+        best = 0
+        for shard, (lo, _hi) in enumerate(r["segment_by_shard"]):
+            tok_cnt = self._tok_cnt[shard]
+            for rank in (lo - 1, lo):
+                if 0 <= rank < tok_cnt:
+                    d = self._e.get_doc_by_rank_2(s=shard, rank=rank, needle_len=len(q),
+                                                  max_ctx_len=0)
+                    got = _check(d)["token_ids"]
+                    k = 0
+                    while k < len(got) and got[k] == q[k]:
+                        k += 1
+                    best = max(best, k)
+        return best
 
     def total_tokens(self) -> int:
         return int(sum(self._e.engine.get_tok_cnt(s=s) for s in range(self.num_shards)))

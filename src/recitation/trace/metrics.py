@@ -1,0 +1,131 @@
+"""SimpleTrace's aggregate metrics over a batch of traced generations (definitions in
+docs/tracing.md).
+
+- **ALS** (average longest span): the mean, over generations with at least one kept span, of
+  the longest kept span (units: tokens, or words for a byte-level index);
+- **FMR** (full-match ratio): the share of generations with an ``exact_full_raw`` document
+  (the whole generation verbatim in a corpus document); ``fmr_normalized`` also counts
+  ``exact_full_normalized``;
+- **NVR** (near-verbatim recall): per generation, the best over its retrieved documents of
+  :func:`nv_recall` of the document window aligned on the generation's longest span; the
+  mean over generations, and the share at or above ``nv_threshold``;
+- the span-length distribution of kept spans, unique documents, and the share of
+  generations whose longest span is at least ``n`` units.
+
+Near-verbatim recall, as the authors' code computes it (NOTES): difflib matching blocks over
+normalized words (NFKC, lower case, punctuation removed) of the reference ``R`` (``n``
+words) and the candidate; pass 1 keeps blocks of at least ``l1 = clamp(0.15 n, 2, 20)``
+words and merges consecutive kept blocks whose gaps are at most ``l1`` words on both sides;
+pass 2 keeps merged runs with at least ``l2 = clamp(0.35 n, 4, 100)`` matched words. Recall =
+matched words of the kept runs / ``n``. (How blocks merge is not in the notes: this rule is
+recitation's choice.)
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from recitation.trace.index import CorpusIndex
+from recitation.trace.simpletrace import GenerationTrace
+
+_WORD = re.compile(r"\w+")
+
+
+def nv_words(text: str) -> list[str]:
+    return _WORD.findall(unicodedata.normalize("NFKC", text).lower())
+
+
+def _clamp(x: float, lo: int, hi: int) -> int:
+    return max(lo, min(hi, round(x)))
+
+
+@dataclass(frozen=True)
+class NearVerbatim:
+    recall: float
+    matched: int
+    reference_words: int
+    candidate_words: int
+
+
+def nv_recall(reference: str, candidate: str) -> NearVerbatim:
+    """Near-verbatim recall of ``reference`` by ``candidate`` (module docstring)."""
+    ref, cand = nv_words(reference), nv_words(candidate)
+    n = len(ref)
+    if not n or not cand:
+        return NearVerbatim(0.0, 0, n, len(cand))
+    l1, l2 = _clamp(0.15 * n, 2, 20), _clamp(0.35 * n, 4, 100)
+    blocks = [b for b in difflib.SequenceMatcher(None, ref, cand, autojunk=False)
+              .get_matching_blocks() if b.size >= l1]
+    runs: list[list[int]] = []  # [a_end, b_end, matched]
+    for b in blocks:
+        if runs and 0 <= b.a - runs[-1][0] <= l1 and 0 <= b.b - runs[-1][1] <= l1:
+            runs[-1] = [b.a + b.size, b.b + b.size, runs[-1][2] + b.size]
+        else:
+            runs.append([b.a + b.size, b.b + b.size, b.size])
+    matched = sum(r[2] for r in runs if r[2] >= l2)
+    return NearVerbatim(matched / n, matched, n, len(cand))
+
+
+def generation_nv(index: CorpusIndex, trace: GenerationTrace, max_docs: int = 10
+                  ) -> NearVerbatim:
+    """The best near-verbatim recall over the documents of the longest kept span, each
+    document window aligned on the generation and as long as it."""
+    if not trace.spans:
+        return NearVerbatim(0.0, 0, 0, len(nv_words(trace.text)))
+    span = max(trace.spans, key=lambda s: (s.length, -s.start))
+    ids = index.ids(trace.text)
+    n = len(ids)
+    found = index.engine.find(ids[span.start:span.end])
+    best = NearVerbatim(0.0, 0, 0, len(nv_words(trace.text)))
+    taken = 0
+    for shard, (lo, hi) in enumerate(found.segments):
+        for rank in range(lo, min(hi, lo + max_docs - taken)):
+            taken += 1
+            w = index.engine.doc_by_rank(shard, rank, span.end - span.start, n)
+            a = max(0, w.needle_offset - span.start)
+            ref = index.text(w.token_ids[a:a + n])
+            nv = nv_recall(ref, trace.text)
+            if nv.recall > best.recall:
+                best = nv
+    return best
+
+
+def aggregate(traces: Sequence[GenerationTrace], nvs: Sequence[NearVerbatim], *,
+              n_span: int = 50, nv_threshold: float = 0.5) -> dict[str, Any]:
+    """The batch metrics (module docstring)."""
+    total = len(traces)
+    with_spans = [t for t in traces if t.spans]
+    lengths = [s.length for t in traces for s in t.spans]
+    docs = {d for t in traces for d in t.docs()}
+    recalls = [nv.recall for nv in nvs]
+
+    def ratio(k: int) -> float:
+        return k / total if total else 0.0
+
+    return {
+        "total_generations": total,
+        "generations_with_spans": len(with_spans),
+        "unit": traces[0].unit if traces else "",
+        "average_longest_span_length": (sum(t.longest for t in with_spans) / len(with_spans)
+                                        if with_spans else 0.0),
+        "full_match_ratio": ratio(sum(t.has_tier("exact_full_raw") for t in traces)),
+        "full_normalized_match_ratio": ratio(sum(
+            t.has_tier("exact_full_raw", "exact_full_normalized") for t in traces)),
+        "avg_nv_recall": sum(recalls) / len(recalls) if recalls else 0.0,
+        "max_nv_recall": max(recalls, default=0.0),
+        "nv_recall_threshold": nv_threshold,
+        "generations_above_nv_recall_threshold_ratio": ratio(
+            sum(r >= nv_threshold for r in recalls)),
+        "n_token_span": n_span,
+        "generations_with_n_token_span_ratio": ratio(
+            sum(t.longest >= n_span for t in traces)),
+        "total_spans": len(lengths),
+        "unique_total_docs": len(docs),
+        "spans_length_distribution": dict(sorted(Counter(lengths).items())),
+    }

@@ -1,0 +1,226 @@
+"""SimpleTrace (propme-simpletrace.md, "The PROPME Framework"; NOTES.md): a generation traced
+to the corpus documents it copies.
+
+1. **Maximal spans.** From every word start ``i`` of the generation, the longest prefix of
+   the generation from ``i`` that occurs in the corpus (:meth:`QueryEngine.prefix_lengths`:
+   one suffix-array search and the common prefix with the two neighbouring suffixes). In text
+   mode the query stops after the first sentence end (``. ! ? \\n``) — a span holds a sentence
+   end only as its last unit — and the span backs off to a word boundary and off trailing
+   whitespace. A span ending where an earlier span already ends or before is not maximal and
+   is dropped, as are spans shorter than ``min_len`` units.
+2. **Rarity filter.** Keep the ``K = max(ceil(0.05 L), 1)`` spans with the lowest joint
+   unigram probability, a sum of ``log(count / corpus tokens)`` (the product underflows).
+   ``L`` is the generation's length in tokens (token-level index) or words (byte-level).
+3. **Documents.** For each kept span, the first ``max_docs`` occurrences in the suffix array
+   (duplicates can fill the cap; NOTES), each document labelled ``exact_full_raw`` (the
+   whole generation is in it, aligned on the span), ``exact_full_normalized`` (the same after
+   NFKC and collapsing whitespace) or ``partial`` (the span only).
+4. **Merging.** Kept spans that overlap are merged greedily, left to right, into segments.
+
+Lengths are in **units**: tokens for a token-level index, words for a byte-level one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from recitation.trace.index import CorpusIndex
+from recitation.trace.units import Units, byte_units, token_units
+
+Tier = Literal["exact_full_raw", "exact_full_normalized", "partial"]
+TIERS: tuple[Tier, ...] = ("exact_full_raw", "exact_full_normalized", "partial")
+
+
+@dataclass(frozen=True)
+class TraceConfig:
+    rarity: float = 0.05  # K = max(ceil(rarity * L), 1)
+    max_docs: int = 10  # documents retrieved per kept span
+    min_len: int = 1  # shortest span kept, in units
+    text_mode: bool = True  # no interior sentence end
+
+
+@dataclass(frozen=True)
+class DocMatch:
+    doc_ix: int
+    tier: Tier
+    metadata: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Span:
+    start: int  # index units (bytes or tokens) into the generation
+    end: int
+    length: int  # units: tokens, or words for a byte-level index
+    text: str
+    logprob: float  # joint unigram log-probability
+    count: int = 0
+    docs: tuple[DocMatch, ...] = ()
+
+
+@dataclass(frozen=True)
+class GenerationTrace:
+    text: str
+    units: int  # L
+    unit: str  # "tokens" or "words"
+    spans: tuple[Span, ...]  # kept spans, by start
+    segments: tuple[tuple[int, int], ...]  # merged kept spans (index units)
+    candidates: int = 0  # maximal spans before the rarity filter
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def longest(self) -> int:
+        return max((s.length for s in self.spans), default=0)
+
+    def docs(self) -> dict[int, DocMatch]:
+        """Each retrieved document once, with its best tier."""
+        best: dict[int, DocMatch] = {}
+        for s in self.spans:
+            for d in s.docs:
+                if d.doc_ix not in best or TIERS.index(d.tier) < TIERS.index(
+                        best[d.doc_ix].tier):
+                    best[d.doc_ix] = d
+        return best
+
+    def has_tier(self, *tiers: Tier) -> bool:
+        return any(d.tier in tiers for d in self.docs().values())
+
+
+def units_of(index: CorpusIndex, text: str) -> Units:
+    if index.byte_level:
+        return byte_units(text)
+    return token_units(index.ids(text), index.text)
+
+
+def normalize(text: str) -> str:
+    """NFKC, whitespace collapsed to single spaces, stripped."""
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip()
+
+
+def maximal_spans(index: CorpusIndex, u: Units, cfg: TraceConfig) -> list[tuple[int, int]]:
+    """Step 1: ``(start, end)`` of the maximal spans, by start."""
+    n = len(u)
+    ends = []
+    for a in u.starts:
+        b = n
+        if cfg.text_mode:
+            b = next((p + 1 for p in range(a, n) if u.sentence_end[p]), n)
+        ends.append(b)
+    lengths = index.engine.prefix_lengths(list(u.ids), list(u.starts), ends)
+    spans: list[tuple[int, int]] = []
+    last = 0
+    for a, length in zip(u.starts, lengths, strict=True):
+        e = a + length
+        while e > a and (not u.boundary[e] or u.space[e - 1]):
+            e -= 1
+        size = (e - a) if not index.byte_level else u.words(a, e)
+        if e > last and e > a and size >= cfg.min_len:
+            spans.append((a, e))
+            last = e
+    return spans
+
+
+def span_logprob(ids: tuple[int, ...], logp: dict[int, float]) -> float:
+    return sum(logp.get(t, -1e4) for t in ids)
+
+
+def unigram_logprobs(index: CorpusIndex) -> dict[int, float]:
+    counts = index.unigram_counts()
+    total = sum(counts.values())
+    return {t: math.log(c) - math.log(total) for t, c in counts.items() if c > 0}
+
+
+def rarest(spans: list[Span], units: int, rarity: float) -> list[Span]:
+    """Step 2: the ``max(ceil(rarity * units), 1)`` spans of lowest probability, by start."""
+    k = max(math.ceil(rarity * units), 1)
+    keep = sorted(spans, key=lambda s: (s.logprob, s.start))[:k]
+    return sorted(keep, key=lambda s: s.start)
+
+
+def merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Step 4: overlapping ``(start, end)`` intervals merged greedily, left to right."""
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if out and a < out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def _metadata(line: str) -> dict[str, Any]:
+    try:
+        value = json.loads(line) if line else {}
+    except ValueError:
+        return {"raw": line}
+    return value if isinstance(value, dict) else {"raw": value}
+
+
+def _tier(index: CorpusIndex, u: Units, text: str, shard: int, rank: int, a: int) -> Tier:
+    """The tier of the document holding the span's occurrence at ``rank``: the generation
+    aligned on the span (its start ``a`` units before the occurrence) is compared raw, then
+    normalized within a window with slack."""
+    n = len(u)
+    w = index.engine.doc_by_rank(shard, rank, max(0, n - 2 * a), a)  # [occ - a, occ - a + n)
+    if w.needle_offset == a and w.token_ids[:n] == u.ids:
+        return "exact_full_raw"
+    slack = n // 4 + 16
+    w = index.engine.doc_by_rank(shard, rank, n - a + slack, a + slack)
+    if normalize(text) in normalize(index.text(w.token_ids)):
+        return "exact_full_normalized"
+    return "partial"
+
+
+def retrieve(index: CorpusIndex, u: Units, text: str, a: int, b: int, max_docs: int,
+             known: dict[int, DocMatch] | None = None) -> tuple[int, tuple[DocMatch, ...]]:
+    """Step 3: the span's corpus count and its documents (the first ``max_docs`` occurrences),
+    each with its tier. ``known``: documents already found fully matching this generation
+    (through another span), not compared again."""
+    known = {} if known is None else known
+    found = index.engine.find(list(u.ids[a:b]))
+    out: dict[int, DocMatch] = {}
+    taken = 0
+    for shard, (lo, hi) in enumerate(found.segments):
+        for rank in range(lo, min(hi, lo + max_docs - taken)):
+            taken += 1
+            w = index.engine.doc_by_rank(shard, rank, b - a, 0)
+            if w.doc_ix in known:
+                out[w.doc_ix] = known[w.doc_ix]
+                continue
+            tier = _tier(index, u, text, shard, rank, a)
+            prev = out.get(w.doc_ix)
+            if prev is None or TIERS.index(tier) < TIERS.index(prev.tier):
+                out[w.doc_ix] = DocMatch(w.doc_ix, tier, _metadata(w.metadata))
+            if tier == "exact_full_raw":
+                known[w.doc_ix] = out[w.doc_ix]
+    return found.count, tuple(out.values())
+
+
+class SimpleTrace:
+    """Traces generations against one opened index (unigram log-probabilities computed once)."""
+
+    def __init__(self, index: CorpusIndex, config: TraceConfig | None = None) -> None:
+        self.index = index
+        self.config = config or TraceConfig()
+        self.logp = unigram_logprobs(index)
+
+    def trace(self, text: str) -> GenerationTrace:
+        idx, cfg = self.index, self.config
+        u = units_of(idx, text)
+        length = len(u.starts) if idx.byte_level else len(u)
+        unit = "words" if idx.byte_level else "tokens"
+        found = maximal_spans(idx, u, cfg)
+        spans = [Span(a, b, u.words(a, b) if idx.byte_level else b - a,
+                      idx.text(u.ids[a:b]), span_logprob(u.ids[a:b], self.logp))
+                 for a, b in found]
+        kept = []
+        known: dict[int, DocMatch] = {}
+        for s in rarest(spans, length, cfg.rarity):
+            count, docs = retrieve(idx, u, text, s.start, s.end, cfg.max_docs, known)
+            kept.append(Span(s.start, s.end, s.length, s.text, s.logprob, count, docs))
+        segments = merge([(s.start, s.end) for s in kept])
+        return GenerationTrace(text, length, unit, tuple(kept), tuple(segments), len(found))
