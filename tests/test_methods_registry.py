@@ -189,9 +189,26 @@ def run_method(name: str, tmp_path: Path, model: Model) -> tuple[Any, list[dict[
         job.use_models(helper=helper, judge=helper)  # type: ignore[attr-defined]
         records = run(job, model)
         return job, event_records([(str(i), r) for i, r in enumerate(records)])
+    if info.job == "trace":
+        return trace_method(tmp_path, model)
     assert info.job == "prefix_probe", info.job
     job = make_job("prefix_probe", {"passages": [{"ref": "John 3:16", "group": "famous"},
                                                  {"ref": "Genesis 1:1", "group": "famous"}]}, 0)
+    return job, run(job, model)
+
+
+def trace_method(tmp_path: Path, model: Model, *, index: bool = True
+                 ) -> tuple[Any, list[dict[str, Any]]]:
+    """A tracer on a byte-level index of the members and generations that copy them."""
+    from recitation.trace.build import build_index
+    from recitation.trace.sources import SourceDoc
+
+    params: dict[str, Any] = {"generations": _jsonl(tmp_path / "g.jsonl", [CH1, CONTROLS[0]]),
+                              "engine": "numpy"}
+    if index:
+        build_index([SourceDoc(t) for t in [*MEMBERS, CH1]], tmp_path / "index")
+        params["index"] = [str(tmp_path / "index")]
+    job = make_job("trace", params, 0)
     return job, run(job, model)
 
 
@@ -291,7 +308,7 @@ def test_access_is_known_and_metadata_is_complete(name: str) -> None:
     assert set(d["access"]) <= {a.value for a in Access} and d["paper"] == info.paper
     calls = info.calls(methods.params_dict(make_job(info.job, {}, 0).params)
                        if info.job != "extract" else {})
-    assert isinstance(calls, Calls) and calls.total >= 1
+    assert isinstance(calls, Calls) and (calls.total >= 1 or info.kind == "tracer")
     assert (calls.generate > 0) == (Access.GENERATE in info.access)
     assert bool(calls.score) == (Access.LOGPROBS in info.access)
 
@@ -341,13 +358,20 @@ def test_the_extraction_ladder_is_exercised() -> None:
 
 # what a contract test takes away from a method, and what the refusal must then say
 _TAKE = [(Access.TOKENIZER, "tokenizer"), (Access.LOGPROBS, "log-probabilities"),
-         (Access.EMBEDDINGS, "recitation[embed]"), (Access.GENERATE, "generat")]
+         (Access.EMBEDDINGS, "recitation[embed]"), (Access.GENERATE, "generat"),
+         (Access.CORPUS_INDEX, "corpus_index")]
 
 
 def _refusal(name: str, tmp_path: Path, take: Access,
              monkeypatch: pytest.MonkeyPatch) -> str:
     """What the job says when ``take`` is missing (exception or recorded error / skip)."""
     info = methods.method(name)
+    if take is Access.CORPUS_INDEX:  # a tracer run without an index
+        try:
+            trace_method(tmp_path, ScriptedModel(), index=False)
+        except ConfigError as e:
+            return str(e)
+        raise AssertionError(f"{name} ran without a corpus index")
     model: Model = {Access.TOKENIZER: ScriptedModel(), Access.LOGPROBS: BlackBox(),
                     Access.GENERATE: NoGeneration(),
                     Access.EMBEDDINGS: WhiteBoxModel(target_reply)}[take]

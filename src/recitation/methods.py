@@ -184,6 +184,8 @@ METHODS: dict[str, Entry] = {
     "pearl_char_swap": _d("pearl", _PEARL),
     "pearl_case_flip": _d("pearl", _PEARL),
     "pearl_bitflip_tokens": _d("pearl", _PEARL),
+    # tracers (recitation trace)
+    "simpletrace": Entry("tracer", "simpletrace", "recitation.trace.job:SIMPLETRACE"),
 }
 """name -> (kind, family, metadata path). An extraction method's family is its name."""
 

@@ -143,6 +143,7 @@ JOBS: dict[str, str] = {
     "prefix_probe": "recitation.extract.prefix_probe:PrefixProbeJob",
     "detect": "recitation.detect.job:DetectJob",
     "extract": "recitation.extract.job:ExtractJob",
+    "trace": "recitation.trace.job:TraceJob",
 }
 
 
