@@ -1,0 +1,158 @@
+"""``recitation index build|info|validate`` and ``recitation trace``.
+
+``index build CORPUS DIR``: CORPUS is a JSONL file or folder, a folder of ``.txt`` files
+(``--chapters``: one document per chapter) or ``kjv``; byte-level unless ``--tokenizer``
+names a local model (its tokenizer: u16 or u32 by vocabulary size). ``trace GENERATIONS
+--index DIR``: a ``trace`` run (resumable, ``recitation runs show``) over a JSONL of
+generations; ``--model`` names the target whose tokenizer a token-level index was built with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from recitation.runs.console import console, err_console
+
+
+def _tokenizer(spec: str | None) -> Any:
+    if not spec:
+        return None
+    from recitation.models.local import LocalModel
+
+    return LocalModel(spec).tokenizer()
+
+
+def cmd_index_build(args: argparse.Namespace) -> int:
+    from rich.progress import Progress
+
+    from recitation.trace.build import build_index
+    from recitation.trace.sources import iter_corpus
+
+    tok = _tokenizer(args.tokenizer)
+    t0 = time.perf_counter()
+    with Progress(console=err_console, transient=True) as bar:
+        task = bar.add_task("reading documents", total=None)
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage == "documents":
+                bar.update(task, description=f"reading documents: {done / 1e6:.1f} MB")
+            else:
+                bar.update(task, description="suffix arrays", completed=done, total=total)
+
+        m = build_index(iter_corpus(args.corpus, chapters=args.chapters,
+                                    text_field=args.text_field), args.dir,
+                        tokenizer=tok, tokenizer_name=args.tokenizer,
+                        max_shard_bytes=int(args.max_shard_mb * 2**20) if args.max_shard_mb
+                        else None, overwrite=args.overwrite, progress=progress,
+                        sources=[str(args.corpus)])
+    secs = time.perf_counter() - t0
+    console.print(f"indexed {m.documents} documents, {m.tokens} {m.token_dtype} tokens in "
+                  f"{m.shards} shard(s) into {args.dir} in {secs:.1f} s "
+                  f"({m.bytes_in / 1e6 / max(secs, 1e-9) * 60:.0f} MB/min)")
+    return 0
+
+
+def cmd_index_info(args: argparse.Namespace) -> int:
+    from recitation.trace.index import open_index
+
+    ix = open_index(args.dir, engine=args.engine)
+    info = {"dirs": [str(d) for d in ix.dirs], "token_width": ix.token_width,
+            "shards": ix.engine.num_shards, "tokens": ix.engine.total_tokens(),
+            "documents": ix.engine.total_docs(),
+            "manifest": ix.manifest.__dict__ if ix.manifest else None}
+    print(json.dumps(info, indent=2))
+    return 0
+
+
+def cmd_index_validate(args: argparse.Namespace) -> int:
+    from recitation.trace.index import open_index
+    from recitation.trace.validate import validate
+
+    ix = open_index(args.dir, engine=args.engine, tokenizer=_tokenizer(args.tokenizer))
+    rates = validate(ix, n_docs=args.docs, size=args.size, seed=args.seed)
+    if args.json:
+        print(json.dumps(rates, indent=2))
+        return 0
+    for kind, r in rates.items():
+        console.print(f"{kind:15s} n={int(r['n'])}  retrieval {r['retrieval']:.2f}  exact "
+                      f"{r['exact']:.2f}  pass {r['pass']:.2f}")
+    return 0 if all(r["pass"] == 1.0 for r in rates.values()) else 1
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    from recitation.models.config import parse_model_spec
+    from recitation.runs.config import parse_config
+    from recitation.runs.console import execute_and_print
+    from recitation.runs.runner import create_run
+
+    params = {"index": [str(d) for d in args.index], "generations": str(args.generations),
+              "engine": args.engine, "rarity": args.rarity, "max_docs": args.max_docs,
+              "text_field": args.text_field, "n_span": args.n_span,
+              "nv_threshold": args.nv_threshold, "text_mode": not args.no_text_mode}
+    cfg = parse_config({"job": "trace", "name": "trace", "model": parse_model_spec(args.model),
+                        "params": params}, source="trace")
+    run_dir = create_run(cfg, args.runs_dir)
+    console.print(f"run directory: {run_dir}")
+    return execute_and_print(run_dir)
+
+
+def _engine(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", choices=["auto", "numpy", "infini-gram"], default="auto",
+                   help="query engine (auto: infini-gram where installed, else numpy)")
+
+
+def add_index_parser(sub: Any) -> None:
+    idx = sub.add_parser("index", help="build and inspect corpus indexes (infini-gram files)")
+    isub = idx.add_subparsers(dest="index_cmd", required=True)
+    p = isub.add_parser("build", help="index a corpus: JSONL, a .txt folder, or kjv")
+    p.add_argument("corpus", help="JSONL file or folder, folder of .txt files, or 'kjv'")
+    p.add_argument("dir", type=Path, help="index directory to write")
+    p.add_argument("--tokenizer", metavar="MODEL", default=None,
+                   help="token-level with this local model's tokenizer (default: byte-level)")
+    p.add_argument("--chapters", action="store_true",
+                   help="plain text: one document per chapter instead of per file")
+    p.add_argument("--text-field", default="text", help="JSONL text field (default: text)")
+    p.add_argument("--max-shard-mb", type=float, default=None,
+                   help="largest shard in MB (default: what fits the memory available)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing index")
+    p.set_defaults(func=cmd_index_build)
+    p = isub.add_parser("info", help="sizes of an index (recitation's or infini-gram's)")
+    p.add_argument("dir", type=Path)
+    _engine(p)
+    p.set_defaults(func=cmd_index_info)
+    p = isub.add_parser("validate", help="the PROPME paper's validation: sampled documents, "
+                        "full and 128-unit partial queries; rates should be 1.00")
+    p.add_argument("dir", type=Path)
+    p.add_argument("--docs", type=int, default=25)
+    p.add_argument("--size", type=int, default=128, help="partial query size in units")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--tokenizer", metavar="MODEL", default=None,
+                   help="the model whose tokenizer a token-level index was built with")
+    p.add_argument("--json", action="store_true")
+    _engine(p)
+    p.set_defaults(func=cmd_index_validate)
+
+
+def add_trace_parser(sub: Any) -> None:
+    p = sub.add_parser("trace", help="SimpleTrace: trace generations to the corpus documents "
+                       "they copy")
+    p.add_argument("generations", type=Path,
+                   help="JSONL of generations: text, optional id and group")
+    p.add_argument("--index", type=Path, action="append", required=True,
+                   help="index directory (repeat for several)")
+    p.add_argument("--model", default="scripted:none", metavar="SPEC",
+                   help="the target, for its tokenizer on a token-level index")
+    p.add_argument("--text-field", default="text")
+    p.add_argument("--rarity", type=float, default=0.05, help="K = max(ceil(rarity L), 1)")
+    p.add_argument("--max-docs", type=int, default=10, help="documents per span")
+    p.add_argument("--n-span", type=int, default=50, help="'generations with an n-unit span'")
+    p.add_argument("--nv-threshold", type=float, default=0.5)
+    p.add_argument("--no-text-mode", action="store_true",
+                   help="allow sentence ends inside spans (code, data)")
+    p.add_argument("--runs-dir", type=Path, default=None)
+    _engine(p)
+    p.set_defaults(func=cmd_trace)

@@ -1,0 +1,46 @@
+"""The commands: ``recitation index build|info|validate`` and ``recitation trace`` (a run)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from recitation.cli import main
+from recitation.runs.runner import find_run, summarize_run
+
+PSALM = ("The LORD is my shepherd; I shall not want. He maketh me to lie down in green "
+         "pastures: he leadeth me beside the still waters. He restoreth my soul.")
+
+
+def test_index_build_trace_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"text": PSALM, "id": "ps23"}) + "\n"
+                      + json.dumps({"text": "In the beginning God created the heaven and the "
+                                    "earth.", "id": "gen1"}) + "\n", encoding="utf-8")
+    idx = tmp_path / "idx"
+    assert main(["index", "build", str(corpus), str(idx)]) == 0
+    assert "indexed 2 documents" in capsys.readouterr().out
+    assert main(["index", "build", str(corpus), str(idx)]) == 1  # exists: refused
+    assert "holds an index" in " ".join(capsys.readouterr().err.split())
+    assert main(["index", "info", str(idx), "--engine", "numpy"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert (info["documents"], info["manifest"]["token_dtype"]) == (2, "u8")
+    assert main(["index", "validate", str(idx), "--docs", "2", "--json",
+                 "--engine", "numpy"]) == 0
+    assert all(r["pass"] == 1.0 for r in json.loads(capsys.readouterr().out).values())
+
+    gens = tmp_path / "gens.jsonl"
+    gens.write_text(json.dumps({"id": "a", "group": "prefix", "text": PSALM[42:]}) + "\n"
+                    + json.dumps({"id": "b", "group": "generic", "text": "A shepherd walked "
+                                  "by the still waters of a new town."}) + "\n",
+                    encoding="utf-8")
+    runs = tmp_path / "runs"
+    assert main(["trace", str(gens), "--index", str(idx), "--engine", "numpy",
+                 "--runs-dir", str(runs)]) == 0
+    run_dir = find_run(next(runs.iterdir()).name, runs)
+    table, meta = summarize_run(run_dir)
+    rows = {r[0]: r for r in table.rows}
+    assert set(rows) == {"prefix", "generic", "all"}
+    assert rows["prefix"][3] == "1.00" and rows["generic"][3] == "0.00"  # FMR
