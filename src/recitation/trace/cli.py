@@ -59,7 +59,7 @@ def cmd_index_build(args: argparse.Namespace) -> int:
 def cmd_index_info(args: argparse.Namespace) -> int:
     from recitation.trace.index import open_index
 
-    ix = open_index(args.dir, engine=args.engine)
+    ix = open_index(args.dir, engine=args.engine, token_dtype=args.token_dtype)
     info = {"dirs": [str(d) for d in ix.dirs], "token_width": ix.token_width,
             "shards": ix.engine.num_shards, "tokens": ix.engine.total_tokens(),
             "documents": ix.engine.total_docs(),
@@ -72,7 +72,8 @@ def cmd_index_validate(args: argparse.Namespace) -> int:
     from recitation.trace.index import open_index
     from recitation.trace.validate import validate
 
-    ix = open_index(args.dir, engine=args.engine, tokenizer=_tokenizer(args.tokenizer))
+    ix = open_index(args.dir, engine=args.engine, token_dtype=args.token_dtype,
+                    tokenizer=_tokenizer(args.tokenizer))
     rates = validate(ix, n_docs=args.docs, size=args.size, seed=args.seed)
     if args.json:
         print(json.dumps(rates, indent=2))
@@ -90,7 +91,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
     from recitation.runs.runner import create_run
 
     params = {"index": [str(d) for d in args.index], "generations": str(args.generations),
-              "engine": args.engine, "rarity": args.rarity, "max_docs": args.max_docs,
+              "engine": args.engine, "token_dtype": args.token_dtype, "rarity": args.rarity,
+              "max_docs": args.max_docs,
               "text_field": args.text_field, "n_span": args.n_span,
               "nv_threshold": args.nv_threshold, "text_mode": not args.no_text_mode}
     cfg = parse_config({"job": "trace", "name": "trace", "model": parse_model_spec(args.model),
@@ -103,6 +105,9 @@ def cmd_trace(args: argparse.Namespace) -> int:
 def _engine(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=["auto", "numpy", "infini-gram"], default="auto",
                    help="query engine (auto: infini-gram where installed, else numpy)")
+    p.add_argument("--token-dtype", choices=["u8", "u16", "u32"], default=None,
+                   help="token width of an index without recitation's manifest (default: "
+                   "inferred from its files)")
 
 
 def add_index_parser(sub: Any) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,6 +35,9 @@ class TraceParams(BaseModel):
     id_field: str = "id"
     group_field: str = "group"
     engine: EngineName = "auto"
+    token_dtype: Literal["u8", "u16", "u32"] | None = Field(
+        None, description="token width of an index without recitation's manifest (default: "
+        "inferred from its files)")
     rarity: float = Field(0.05, gt=0, le=1)
     max_docs: int = Field(10, ge=1)
     min_len: int = Field(1, ge=1)
@@ -98,7 +101,7 @@ class TraceJob(Job):
             if not p.index:
                 raise ConfigError(describe_missing("simpletrace", [Access.CORPUS_INDEX],
                                                    "params.index names no index directory"))
-            index = open_index(p.index, engine=p.engine)
+            index = open_index(p.index, engine=p.engine, token_dtype=p.token_dtype)
             if not index.byte_level:
                 index = CorpusIndex(index.engine, index.dirs, index.token_width,
                                     index.manifest, model.tokenizer())
