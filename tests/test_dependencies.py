@@ -60,6 +60,18 @@ def test_every_declared_dependency_is_installed_by_its_extra(
     assert _installs(project, extra, dist), f"{module}: '{dist}' is not installed by [{extra}]"
 
 
+def test_all_installs_every_extra_but_dev() -> None:
+    """``scripts/setup.sh all,dev`` (a fresh clone, CI) gets every optional feature, LoRA's
+    peft included."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))[
+        "project"]["optional-dependencies"]
+    (req,) = extras["all"]
+    m = re.fullmatch(r"recitation\[([\w,-]+)\]", req.replace(" ", ""))
+    assert m, req
+    assert set(m.group(1).split(",")) == set(extras) - {"all", "dev"}
+    assert "peft" in {_name(r) for r in extras["organism"]}
+
+
 def _calls(name: str) -> list[tuple[Path, int, str]]:
     out = []
     for path in SRC.rglob("*.py"):

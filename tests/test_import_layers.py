@@ -165,6 +165,7 @@ def _reaches(graph: Mapping[str, set[str]], src_prefix: str, dst_prefix: str) ->
     ("recitation.models", "recitation.runs"),  # model config + call-log protocol live there
     ("recitation.models", "recitation.detect"),
     ("recitation.models", "recitation.extract"),
+    ("recitation.models", "recitation.organism"),  # organism:... is resolved by importlib
     ("recitation.runs", "recitation.detect"),  # jobs are found by name, not imported
     ("recitation.runs", "recitation.extract"),
     ("recitation.runs", "recitation.cli"),

@@ -1,8 +1,9 @@
 """The organism built for real: fine-tuning the embedded SmolLM2 on PDNC passages.
 
-The quick organism is built once (the model cache keeps it across sessions: a second build
-with the same inputs is reused) and probed at epoch 0 (the base model) and at its last
-epoch; determinism is checked on an even tinier config built twice from scratch."""
+The quick organism is built once per session (``quick`` in conftest.py; the model cache
+keeps it across sessions: a second build with the same inputs is reused) and probed at epoch
+0 (the base model) and at its last epoch; determinism is checked on an even tinier config
+built twice from scratch, and LoRA (``--lora``, through peft) on one built once."""
 
 from __future__ import annotations
 
@@ -13,18 +14,12 @@ from typing import Any
 import pytest
 
 from recitation.organism.build import BuildResult, build_organism
-from recitation.organism.config import make_config
+from recitation.organism.config import OrganismConfig, make_config
 from recitation.organism.data import load_split
 from recitation.organism.measure import measure_checkpoint
 from recitation.organism.paths import organism_checkpoint, organisms_root
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def quick(shared_data: Path) -> BuildResult:
-    cfg = make_config(quick=True, data_dir=shared_data / "pdnc")
-    return build_organism(cfg, root=organisms_root())
 
 
 @pytest.fixture(scope="module")
@@ -85,12 +80,18 @@ def test_show_prints_the_manifest(quick: BuildResult, capsys: pytest.CaptureFixt
     assert shown["manifest"]["fingerprint"] == quick.manifest["fingerprint"]
 
 
+def _tiny(shared_data: Path, **changes: Any) -> OrganismConfig:
+    """The smallest organism: two 32-token members (doses 1 and 2), two non-members."""
+    fields: dict[str, Any] = {"name": "tiny", "data_dir": shared_data / "pdnc",
+                              "passage_tokens": 32, "members_per_dose": 1, "nonmembers": 2,
+                              "doses": (1, 2), "epochs": 1, "batch_size": 2, "threads": 1}
+    return make_config(**(fields | changes))
+
+
 def test_same_seed_same_numbers(shared_data: Path, tmp_path: Path) -> None:
     """Two builds from scratch of a tiny organism give the same losses and weights; another
     seed does not (so the comparison can fail)."""
-    tiny = make_config(name="tiny", data_dir=shared_data / "pdnc", passage_tokens=32,
-                       members_per_dose=1, nonmembers=2, doses=(1, 2), epochs=2,
-                       batch_size=2, threads=1, learning_rate=1e-4)
+    tiny = _tiny(shared_data, epochs=2, learning_rate=1e-4)
     a = build_organism(tiny, root=tmp_path / "a")
     b = build_organism(tiny, root=tmp_path / "b")
     c = build_organism(tiny.model_copy(update={"seed": 1}), root=tmp_path / "c")
@@ -105,3 +106,38 @@ def test_same_seed_same_numbers(shared_data: Path, tmp_path: Path) -> None:
     assert (a.directory / "split.json").read_bytes() == (b.directory / "split.json").read_bytes()
     assert numbers(c)[1:] != numbers(a)[1:]
     assert c.manifest["fingerprint"] != a.manifest["fingerprint"]
+
+
+def test_lora_organism_builds_merged_and_learns(shared_data: Path, tmp_path: Path) -> None:
+    """``--lora`` end to end: adapters trained through peft, merged into plain checkpoints
+    that LocalModel loads (no adapter weights left), and the members' NLL falls below the
+    base model's."""
+    import torch
+    from safetensors import safe_open
+
+    from recitation.models.local import LocalModel
+
+    built = build_organism(_tiny(shared_data, lora=True, learning_rate=1e-3),
+                           root=tmp_path)
+    assert not built.reused and built.manifest["config"]["lora"] is True
+    epoch0, epoch1 = built.directory / "epoch0", built.directory / "epoch1"
+    with safe_open(str(epoch1 / "model.safetensors"), "pt") as f1, \
+            safe_open(str(epoch0 / "model.safetensors"), "pt") as f0:
+        assert sorted(f1.keys()) == sorted(f0.keys())  # merged: the base model's tensors
+        # adapters sit on the projections only: those moved, the embeddings did not
+        for key, moved in (("model.layers.0.self_attn.q_proj.weight", True),
+                           ("model.layers.0.mlp.down_proj.weight", True),
+                           ("model.embed_tokens.weight", False),
+                           ("model.norm.weight", False)):
+            assert (not torch.equal(f0.get_tensor(key), f1.get_tensor(key))) == moved, key
+    members = [p.text for p in load_split(built.directory / "split.json") if p.member]
+
+    def mean_nll(path: Path) -> float:
+        scores = LocalModel(str(path), threads=1).score_sync(members)
+        return sum(-sum(s.logprobs) / len(s.logprobs) for s in scores) / len(scores)
+
+    base, tuned = mean_nll(epoch0), mean_nll(epoch1)
+    assert tuned < base - 0.1, (base, tuned)
+    ident = LocalModel(str(epoch1)).identity()
+    assert ident["model"] == "organism:tiny:epoch1"
+    assert ident["weights"] == built.manifest["epochs"][1]["digest"]

