@@ -174,6 +174,26 @@ def test_byte_level_files_are_those_of_infinigrams_indexer(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_parallel_shards_answer_as_one(engine: str, tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from recitation.trace import build
+
+    monkeypatch.setattr(build, "MIN_PARALLEL_SHARD", 100)
+    rng = random.Random(4)
+    docs = random_docs(rng, 40, CASES["u8"][1])
+    one = _build(tmp_path, "u8", docs)
+    many = tmp_path / "many"
+    build_index([SourceDoc(bytes(d).decode(), {"i": i}) for i, d in enumerate(docs)], many,
+                workers=3)
+    e1, e3 = open_index(one, engine="numpy").engine, open_index(many, engine=engine).engine
+    assert e3.num_shards == 3 and e3.total_docs() == len(docs)
+    for _ in range(40):
+        d = rng.choice(docs)
+        q = d[:rng.randint(1, 6)]
+        assert e3.count(q) == e1.count(q) == brute_count(docs, q)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_tiny_corpus(engine: str, tmp_path: Path) -> None:
     out = tmp_path / "tiny"
     m = build_index([SourceDoc("a")], out)

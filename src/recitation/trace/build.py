@@ -18,7 +18,9 @@ after the build (:func:`validate_index`). A tiny corpus (even one document of on
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
+import multiprocessing
 import os
 import shutil
 from collections.abc import Callable, Iterable
@@ -51,6 +53,7 @@ Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``: stage "documents" (bytes read so far, total 0 when
 unknown) or "suffix array" (shard done, shards)."""
 
+MIN_PARALLEL_SHARD = 32 * 2**20  # smallest shard cut for parallel suffix arrays
 BYTES_PER_CORPUS_BYTE = 10  # text + int32/int64 suffix array + packed pointers, with margin
 
 
@@ -79,6 +82,22 @@ class _Shard:
         self.data += payload
         self.metaoffs.append(len(self.meta))
         self.meta += meta_line
+
+    def split(self, parts: int) -> list[_Shard]:
+        """This shard cut at document boundaries into up to ``parts`` shards of similar
+        size."""
+        cuts = sorted({int(np.searchsorted(self.offsets, len(self.data) * k // parts))
+                       for k in range(1, parts)} - {0, len(self.offsets)})
+        out = []
+        for a, b in zip([0, *cuts], [*cuts, len(self.offsets)], strict=True):
+            d0 = self.offsets[a]
+            d1 = self.offsets[b] if b < len(self.offsets) else len(self.data)
+            m0 = self.metaoffs[a]
+            m1 = self.metaoffs[b] if b < len(self.metaoffs) else len(self.meta)
+            out.append(_Shard(self.width, self.data[d0:d1],
+                              [o - d0 for o in self.offsets[a:b]], self.meta[m0:m1],
+                              [o - m0 for o in self.metaoffs[a:b]]))
+        return out
 
 
 class Encoder:
@@ -152,9 +171,31 @@ def _write_shard(out: Path, n: int, shard: _Shard, enc: Encoder) -> int:
     tokens = np.frombuffer(shard.data, dtype=NUMPY[enc.width])
     lines = [f"{i} {c}\n" for i, c in unigram_counts(tokens)]
     shard_path(out, "unigram", n).write_text("".join(lines), encoding="utf-8")
-    sa = suffix_array(shard.data, enc.width)
-    pack_pointers(sa, ptr_size(len(shard.data))).tofile(shard_path(out, "table", n))
     return int(tokens.size)
+
+
+def write_table(out: Path, n: int, width: int) -> None:
+    """Build ``table.n`` from ``tokenized.n`` (run in a worker process when parallel)."""
+    data = bytearray(shard_path(out, "tokenized", n).read_bytes())
+    sa = suffix_array(data, width)
+    pack_pointers(sa, ptr_size(len(data))).tofile(shard_path(out, "table", n))
+
+
+def _write_tables(out: Path, shards: int, width: int, workers: int,
+                  progress: Progress | None) -> None:
+    if workers <= 1 or shards == 1:
+        for n in range(shards):
+            write_table(out, n, width)
+            if progress:
+                progress("suffix array", n + 1, shards)
+        return
+    ctx = multiprocessing.get_context("spawn")  # fork can deadlock beside threads
+    with concurrent.futures.ProcessPoolExecutor(min(workers, shards), mp_context=ctx) as pool:
+        jobs = [pool.submit(write_table, out, n, width) for n in range(shards)]
+        for done, job in enumerate(concurrent.futures.as_completed(jobs), 1):
+            job.result()
+            if progress:
+                progress("suffix array", done, shards)
 
 
 def _prepare_dir(out: Path, overwrite: bool) -> None:
@@ -171,8 +212,11 @@ def _prepare_dir(out: Path, overwrite: bool) -> None:
 def build_index(docs: Iterable[SourceDoc], out: str | Path, *,
                 tokenizer: Tokenizer | None = None, tokenizer_name: str | None = None,
                 max_shard_bytes: int | None = None, overwrite: bool = False,
-                progress: Progress | None = None, sources: Iterable[str] = ()) -> Manifest:
-    """Index ``docs`` into ``out`` (byte-level without a tokenizer); returns the manifest."""
+                progress: Progress | None = None, sources: Iterable[str] = (),
+                workers: int = 1) -> Manifest:
+    """Index ``docs`` into ``out`` (byte-level without a tokenizer); returns the manifest.
+    ``workers`` > 1: suffix arrays of several shards built in parallel processes (a corpus of
+    one shard of at least 2 x 32 MB is cut into ``workers`` shards for that)."""
     out = Path(out)
     _prepare_dir(out, overwrite)
     enc = Encoder(tokenizer)
@@ -193,14 +237,16 @@ def build_index(docs: Iterable[SourceDoc], out: str | Path, *,
             progress("documents", bytes_in, 0)
     if not shards[0].offsets:
         raise CorpusError("the corpus has no documents")
+    if workers > 1 and len(shards) < workers:
+        shards = [part for sh in shards for part in (
+            sh.split(workers) if len(sh.data) >= 2 * MIN_PARALLEL_SHARD else [sh])]
     tokens = documents = 0
     for n, shard in enumerate(shards):
         tokens += _write_shard(out, n, shard, enc)
         documents += len(shard.offsets)
         shards[n] = _Shard(enc.width)  # free the shard's memory
-        if progress:
-            progress("suffix array", n + 1, len(shards))
-        logger.info("shard %d of %d written", n + 1, len(shards))
+    _write_tables(out, len(shards), enc.width, workers, progress)
+    logger.info("%d shard(s) written", len(shards))
     manifest = Manifest(enc.dtype, tokenizer_name if tokenizer else None, enc.vocab_size,
                         len(shards), tokens, documents, bytes_in, sources=list(sources))
     manifest.write(out)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ def cmd_index_build(args: argparse.Namespace) -> int:
                         tokenizer=tok, tokenizer_name=args.tokenizer,
                         max_shard_bytes=int(args.max_shard_mb * 2**20) if args.max_shard_mb
                         else None, overwrite=args.overwrite, progress=progress,
-                        sources=[str(args.corpus)])
+                        sources=[str(args.corpus)], workers=args.workers)
     secs = time.perf_counter() - t0
     console.print(f"indexed {m.documents} documents, {m.tokens} {m.token_dtype} tokens in "
                   f"{m.shards} shard(s) into {args.dir} in {secs:.1f} s "
@@ -124,6 +125,9 @@ def add_index_parser(sub: Any) -> None:
     p.add_argument("--max-shard-mb", type=float, default=None,
                    help="largest shard in MB (default: what fits the memory available)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing index")
+    p.add_argument("--workers", type=int, default=min(os.cpu_count() or 1, 8),
+                   help="suffix arrays built in parallel; a corpus of >= 64 MB is cut into "
+                   "this many shards (default: the CPU count, at most 8; 1: one shard)")
     p.set_defaults(func=cmd_index_build)
     p = isub.add_parser("info", help="sizes of an index (recitation's or infini-gram's)")
     p.add_argument("dir", type=Path)

@@ -117,10 +117,11 @@ class _Shard:
     def lower_bound(self, q: bytes, lo: int = 0, hi: int | None = None) -> int:
         """First rank whose suffix (cut to len(q)) is >= q."""
         hi = self.tok_cnt if hi is None else hi
-        n = len(q)
+        sa, ds, p, n, frombytes = self.sa, self.ds, self.ptr_size, len(q), int.from_bytes
         while lo < hi:
             mid = (lo + hi) >> 1
-            if self.suffix(mid, n) < q:
+            ptr = frombytes(sa[mid * p:mid * p + p], "little")
+            if ds[ptr:ptr + n] < q:
                 lo = mid + 1
             else:
                 hi = mid
@@ -129,10 +130,11 @@ class _Shard:
     def upper_bound(self, q: bytes, lo: int = 0, hi: int | None = None) -> int:
         """First rank whose suffix (cut to len(q)) is > q."""
         hi = self.tok_cnt if hi is None else hi
-        n = len(q)
+        sa, ds, p, n, frombytes = self.sa, self.ds, self.ptr_size, len(q), int.from_bytes
         while lo < hi:
             mid = (lo + hi) >> 1
-            if self.suffix(mid, n) <= q:
+            ptr = frombytes(sa[mid * p:mid * p + p], "little")
+            if ds[ptr:ptr + n] <= q:
                 lo = mid + 1
             else:
                 hi = mid

@@ -104,12 +104,7 @@ def normalize(text: str) -> str:
 def maximal_spans(index: CorpusIndex, u: Units, cfg: TraceConfig) -> list[tuple[int, int]]:
     """Step 1: ``(start, end)`` of the maximal spans, by start."""
     n = len(u)
-    ends = []
-    for a in u.starts:
-        b = n
-        if cfg.text_mode:
-            b = next((p + 1 for p in range(a, n) if u.sentence_end[p]), n)
-        ends.append(b)
+    ends = [u.next_end[a] if cfg.text_mode else n for a in u.starts]
     lengths = index.engine.prefix_lengths(list(u.ids), list(u.starts), ends)
     spans: list[tuple[int, int]] = []
     last = 0
@@ -160,17 +155,17 @@ def _metadata(line: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"raw": value}
 
 
-def _tier(index: CorpusIndex, u: Units, text: str, shard: int, rank: int, a: int) -> Tier:
+def _tier(index: CorpusIndex, u: Units, norm: str, shard: int, rank: int, a: int) -> Tier:
     """The tier of the document holding the span's occurrence at ``rank``: the generation
     aligned on the span (its start ``a`` units before the occurrence) is compared raw, then
-    normalized within a window with slack."""
+    normalized (``norm``: the generation normalized) within a window with slack."""
     n = len(u)
     w = index.engine.doc_by_rank(shard, rank, max(0, n - 2 * a), a)  # [occ - a, occ - a + n)
     if w.needle_offset == a and w.token_ids[:n] == u.ids:
         return "exact_full_raw"
     slack = n // 4 + 16
     w = index.engine.doc_by_rank(shard, rank, n - a + slack, a + slack)
-    if normalize(text) in normalize(index.text(w.token_ids)):
+    if norm in normalize(index.text(w.token_ids)):
         return "exact_full_normalized"
     return "partial"
 
@@ -181,6 +176,7 @@ def retrieve(index: CorpusIndex, u: Units, text: str, a: int, b: int, max_docs: 
     each with its tier. ``known``: documents already found fully matching this generation
     (through another span), not compared again."""
     known = {} if known is None else known
+    norm = normalize(text)
     found = index.engine.find(list(u.ids[a:b]))
     out: dict[int, DocMatch] = {}
     taken = 0
@@ -191,7 +187,7 @@ def retrieve(index: CorpusIndex, u: Units, text: str, a: int, b: int, max_docs: 
             if w.doc_ix in known:
                 out[w.doc_ix] = known[w.doc_ix]
                 continue
-            tier = _tier(index, u, text, shard, rank, a)
+            tier = _tier(index, u, norm, shard, rank, a)
             prev = out.get(w.doc_ix)
             if prev is None or TIERS.index(tier) < TIERS.index(prev.tier):
                 out[w.doc_ix] = DocMatch(w.doc_ix, tier, _metadata(w.metadata))

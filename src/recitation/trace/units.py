@@ -10,15 +10,18 @@ token that ends in a non-word character.
 
 - ``starts``: the positions where a span may start (word starts);
 - ``boundary[p]``: a span may end at ``p`` (``p`` is the end, or the units on either side are
-  not both inside one word); a span never ends on whitespace;
-- ``sentence_end[p]``: unit ``p`` holds one of ``. ! ? \\n`` (text mode: no span holds one
-  except as its last unit).
+  not both inside one word, and ``p`` does not split a character); a span never ends on
+  whitespace (``space``);
+- ``next_end[p]``: one past the first unit at or after ``p`` holding one of ``. ! ? \\n``
+  (``len`` when none): in text mode a span from ``p`` stops there.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+
+import numpy as np
 
 SENTENCE_ENDS = frozenset(".!?\n")
 
@@ -30,11 +33,11 @@ def is_word_char(c: str) -> bool:
 @dataclass(frozen=True)
 class Units:
     ids: tuple[int, ...]
-    starts: tuple[int, ...]
-    boundary: tuple[bool, ...]  # len(ids) + 1 entries
-    space: tuple[bool, ...]  # unit is whitespace only
-    sentence_end: tuple[bool, ...]
-    word_index: tuple[int, ...]  # words started at or before each position (len(ids) + 1)
+    starts: list[int]
+    boundary: list[bool]  # len(ids) + 1 entries
+    space: list[bool]  # unit is whitespace
+    next_end: list[int]
+    word_index: list[int]  # words started before each position (len(ids) + 1 entries)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -44,51 +47,56 @@ class Units:
         return self.word_index[b] - self.word_index[a]
 
 
-def _finish(ids: list[int], pieces: list[str], starts: list[int]) -> Units:
-    """Units from each unit's text (a byte-level unit carries its character, or "" inside one)."""
+def _units(ids: list[int], first: np.ndarray, last: np.ndarray, lead: np.ndarray,
+           unit_start: np.ndarray, space: np.ndarray, sent: np.ndarray) -> Units:
+    """Units from per-unit flags: ``first``/``last``: the unit's first/last character is a
+    word character; ``lead``: it starts a word; ``unit_start``: a boundary may fall before it
+    (False inside a UTF-8 character); ``space``; ``sent``: holds a sentence end."""
     n = len(ids)
-    boundary = [True] * (n + 1)
-    for p in range(1, n):
-        prev, cur = pieces[p - 1], pieces[p]
-        inside_char = cur == "" or prev == ""  # a UTF-8 continuation byte
-        joined = (bool(prev) and bool(cur) and is_word_char(prev[-1]) and is_word_char(cur[0]))
-        boundary[p] = not inside_char and not joined
-    word_index = [0] * (n + 1)
-    starts_set = set(starts)
-    for p in range(n):
-        word_index[p + 1] = word_index[p] + (p in starts_set)
-    return Units(tuple(ids), tuple(starts), tuple(boundary),
-                 tuple(p != "" and p.strip() == "" for p in pieces),
-                 tuple(any(c in SENTENCE_ENDS for c in p) for p in pieces),
-                 tuple(word_index))
+    boundary = np.ones(n + 1, dtype=bool)
+    if n > 1:
+        boundary[1:n] = unit_start[1:] & ~(last[:-1] & first[1:])
+    ends = np.where(sent, np.arange(1, n + 1), n)
+    next_end = np.minimum.accumulate(ends[::-1])[::-1] if n else ends
+    word_index = np.concatenate([[0], np.cumsum(lead)])
+    return Units(tuple(ids), np.flatnonzero(lead).tolist(), boundary.tolist(), space.tolist(),
+                 next_end.tolist(), word_index.tolist())
 
 
 def byte_units(text: str) -> Units:
-    """The generation's UTF-8 bytes; each character's text on its first byte."""
-    ids: list[int] = []
-    pieces: list[str] = []
-    starts: list[int] = []
-    prev_word = False
-    for c in text:
-        b = c.encode("utf-8")
-        word = is_word_char(c)
-        if word and not prev_word:
-            starts.append(len(ids))
-        prev_word = word
-        ids.extend(b)
-        pieces.append(c)
-        pieces.extend([""] * (len(b) - 1))
-    return _finish(ids, pieces, starts)
+    """The generation's UTF-8 bytes, each character's flags on its first byte."""
+    raw = text.encode("utf-8")
+    word = np.array([is_word_char(c) for c in text], dtype=bool)
+    if len(raw) == len(text):  # ASCII: one byte per character
+        pos = np.arange(len(text))
+    else:
+        pos = np.concatenate([[0], np.cumsum([len(c.encode("utf-8")) for c in text])[:-1]]
+                             ).astype(np.int64) if text else np.zeros(0, dtype=np.int64)
+    n = len(raw)
+
+    def spread(flags: np.ndarray) -> np.ndarray:
+        out = np.zeros(n, dtype=bool)
+        out[pos] = flags
+        return out
+
+    prev = np.concatenate([[False], word[:-1]])
+    return _units(list(raw), spread(word), spread(word), spread(word & ~prev),
+                  spread(np.ones(len(text), dtype=bool)),
+                  spread(np.array([c.isspace() for c in text], dtype=bool)),
+                  spread(np.array([c in SENTENCE_ENDS for c in text], dtype=bool)))
 
 
 def token_units(ids: list[int], decode: Callable[[list[int]], str]) -> Units:
     """Token ids with each token's own text deciding word starts and boundaries."""
     pieces = [decode([i]) or "\0" for i in ids]
-    starts = []
-    for p, piece in enumerate(pieces):
+    first = np.array([is_word_char(p[0]) for p in pieces], dtype=bool)
+    last = np.array([is_word_char(p[-1]) for p in pieces], dtype=bool)
+    lead = np.zeros(len(ids), dtype=bool)
+    for k, piece in enumerate(pieces):
         stripped = piece.lstrip()
-        if not stripped or not is_word_char(stripped[0]):
-            continue
-        if p == 0 or piece[0].isspace() or not is_word_char(pieces[p - 1][-1]):
-            starts.append(p)
-    return _finish(list(ids), pieces, starts)
+        if stripped and is_word_char(stripped[0]) and (
+                k == 0 or piece[0].isspace() or not last[k - 1]):
+            lead[k] = True
+    return _units(list(ids), first, last, lead, np.ones(len(ids), dtype=bool),
+                  np.array([p.strip() == "" for p in pieces], dtype=bool),
+                  np.array([any(c in SENTENCE_ENDS for c in p) for p in pieces], dtype=bool))
