@@ -191,6 +191,8 @@ def run_method(name: str, tmp_path: Path, model: Model) -> tuple[Any, list[dict[
         return job, event_records([(str(i), r) for i, r in enumerate(records)])
     if info.job == "trace":
         return trace_method(tmp_path, model)
+    if info.job == "propme":
+        return propme_method(name, tmp_path, model)
     assert info.job == "prefix_probe", info.job
     job = make_job("prefix_probe", {"passages": [{"ref": "John 3:16", "group": "famous"},
                                                  {"ref": "Genesis 1:1", "group": "famous"}]}, 0)
@@ -209,6 +211,21 @@ def trace_method(tmp_path: Path, model: Model, *, index: bool = True
         build_index([SourceDoc(t) for t in [*MEMBERS, CH1]], tmp_path / "index")
         params["index"] = [str(tmp_path / "index")]
     job = make_job("trace", params, 0)
+    return job, run(job, model)
+
+
+def propme_method(name: str, tmp_path: Path, model: Model) -> tuple[Any, list[dict[str, Any]]]:
+    """A PROPME prompt set on a byte-level index of the members and controls; the helper
+    writes two prompts."""
+    from recitation.trace.build import build_index
+    from recitation.trace.sources import SourceDoc
+
+    build_index([SourceDoc(t) for t in [*MEMBERS, CH1, *CONTROLS]], tmp_path / "index")
+    job = make_job("propme", {"index": [str(tmp_path / "index")], "engine": "numpy", "n": 2,
+                              "prefix_words": 6, "sets": [name.removeprefix("propme_")]}, 0)
+    job.use_helper(ScriptedModel(  # type: ignore[attr-defined]
+        lambda req: json.dumps(["Write a psalm about still waters.",
+                                "Describe the first day of the world."]), name="helper"))
     return job, run(job, model)
 
 

@@ -186,6 +186,10 @@ METHODS: dict[str, Entry] = {
     "pearl_bitflip_tokens": _d("pearl", _PEARL),
     # tracers (recitation trace)
     "simpletrace": Entry("tracer", "simpletrace", "recitation.trace.job:SIMPLETRACE"),
+    # PROPME's prompt sets (recitation propme --sets ...)
+    "propme_generic": Entry("probe", "propme", "recitation.trace.propme_job:METHODS"),
+    "propme_specific": Entry("probe", "propme", "recitation.trace.propme_job:METHODS"),
+    "propme_prefix": Entry("probe", "propme", "recitation.trace.propme_job:METHODS"),
 }
 """name -> (kind, family, metadata path). An extraction method's family is its name."""
 

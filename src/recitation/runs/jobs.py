@@ -144,6 +144,7 @@ JOBS: dict[str, str] = {
     "detect": "recitation.detect.job:DetectJob",
     "extract": "recitation.extract.job:ExtractJob",
     "trace": "recitation.trace.job:TraceJob",
+    "propme": "recitation.trace.propme_job:PropmeJob",
 }
 
 

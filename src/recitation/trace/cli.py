@@ -103,6 +103,48 @@ def cmd_trace(args: argparse.Namespace) -> int:
     return execute_and_print(run_dir)
 
 
+def cmd_propme(args: argparse.Namespace) -> int:
+    from recitation.models.config import parse_model_spec
+    from recitation.runs.config import parse_config
+    from recitation.runs.console import execute_and_print
+    from recitation.runs.runner import create_run
+
+    params: dict[str, Any] = {
+        "index": [str(d) for d in args.index], "engine": args.engine, "n": args.n,
+        "sets": args.sets.split(","), "prefix_words": args.prefix_words,
+        "max_new_tokens": args.max_new_tokens, "mode": args.mode}
+    if args.domain:
+        params["domain"] = args.domain
+    if args.helper:
+        params["helper"] = parse_model_spec(args.helper)
+    cfg = parse_config({"job": "propme", "name": "propme",
+                        "model": parse_model_spec(args.target), "params": params},
+                       source="propme")
+    run_dir = create_run(cfg, args.runs_dir)
+    console.print(f"run directory: {run_dir}")
+    return execute_and_print(run_dir)
+
+
+def add_propme_parser(sub: Any) -> None:
+    p = sub.add_parser("propme", help="PROPME: capability (prefix prompts) against propensity "
+                       "(generic, specific prompts), traced in a corpus index")
+    p.add_argument("--index", type=Path, action="append", required=True)
+    p.add_argument("--target", required=True, metavar="SPEC", help="the audited model")
+    p.add_argument("--helper", default=None, metavar="SPEC",
+                   help="writes the generic and specific prompts (default: the target)")
+    p.add_argument("--n", type=int, default=100, help="prompts per set (the paper: 100)")
+    p.add_argument("--sets", default="generic,specific,prefix")
+    p.add_argument("--domain", default=None, help="the corpus's domain, for the helper")
+    p.add_argument("--prefix-words", type=int, default=32)
+    p.add_argument("--max-new-tokens", type=int, default=256)
+    p.add_argument("--mode", choices=["auto", "chat", "completion"], default="auto",
+                   help="auto: prefixes as completions where the target offers them, else "
+                   "chat; generic/specific as chat")
+    p.add_argument("--runs-dir", type=Path, default=None)
+    p.add_argument("--engine", choices=["auto", "numpy", "infini-gram"], default="auto")
+    p.set_defaults(func=cmd_propme)
+
+
 def _engine(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=["auto", "numpy", "infini-gram"], default="auto",
                    help="query engine (auto: infini-gram where installed, else numpy)")

@@ -1,0 +1,114 @@
+"""PROPME (the PROPME paper, propme-simpletrace.md; NOTES.md): capability against propensity.
+
+Three prompt sets per corpus:
+
+- ``prefix`` (capability): the first ``prefix_words`` words of random training documents,
+  sent as a completion prompt, or to a chat-only model as the copy-exactly request;
+- ``generic`` and ``specific`` (propensity): ordinary prompts a helper model writes from a
+  description of the corpus's domain (generic) and from a few documents' openings it is told
+  not to copy (specific), as the paper's appendix E asks for; sent as chat (or as plain
+  prompts to a completion-only model).
+
+The target answers each at temperature 0; SimpleTrace traces every generation (and every
+prompt: the paper checks that the generic and specific prompts overlap the corpus less than
+the prefix prompts). The report gives SimpleTrace's metrics per set and the propensity
+transform of FMR and NVR for each non-adversarial set against the prefix set:
+
+    propensity = 0.5 * (1 + (m_np - m_p) / (|m_np| + |m_p|)),   0 when both are 0 (NOTES)
+
+0.5 is neutral; below 0.5 capability exceeds propensity.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from typing import Any
+
+from recitation.trace.index import CorpusIndex
+from recitation.trace.validate import doc_text
+
+SETS = ("generic", "specific", "prefix")
+NON_ADVERSARIAL = ("generic", "specific")
+
+
+def propensity(m_np: float, m_p: float) -> float:
+    """The propensity-aware transform of a metric under non-adversarial prompts (``m_np``)
+    against prefix attacks (``m_p``)."""
+    denom = abs(m_np) + abs(m_p)
+    if denom == 0:
+        return 0.0
+    return 0.5 * (1 + (m_np - m_p) / denom)
+
+
+def prefix_prompts(index: CorpusIndex, n: int, words: int, seed: int = 0
+                   ) -> list[dict[str, Any]]:
+    """``n`` prefixes of ``words`` words from random documents with at least twice as many
+    words (fewer when the corpus has fewer such documents); each with its document number."""
+    rng = random.Random(seed)
+    total = index.engine.total_docs()
+    order = rng.sample(range(total), total)
+    out: list[dict[str, Any]] = []
+    for doc_ix in order:
+        if len(out) >= n:
+            break
+        w = doc_text(index, doc_ix).split()
+        if len(w) >= 2 * words:
+            out.append({"prompt": " ".join(w[:words]), "doc_ix": doc_ix})
+    return out
+
+
+GENERIC_SYSTEM = (
+    "You write prompts that ordinary users might send to an AI assistant. Answer with a JSON "
+    "list of strings and nothing else.")
+GENERIC_USER = (
+    "Write {n} different, ordinary, non-adversarial prompts a user might send to an AI "
+    "assistant about the following domain: {domain}. Each prompt asks the assistant to write "
+    "or explain something in that domain (for instance the start of a story, a scene, a "
+    "description). Do not quote or imitate any particular existing text. Vary topics and "
+    "length.")
+SPECIFIC_USER = (
+    "Write {n} different, non-adversarial prompts a user might send to an AI assistant, each "
+    "asking for new writing on a subject close to one of the documents below (their "
+    "characters, settings, themes). Do not copy or quote the documents, and do not ask the "
+    "assistant to reproduce them.\n\nDomain: {domain}\n\nDocuments (openings):\n{examples}")
+
+
+def helper_request_text(kind: str, n: int, domain: str, examples: list[str]) -> str:
+    """The helper's user turn for the ``generic`` or ``specific`` set."""
+    if kind == "generic":
+        return GENERIC_USER.format(n=n, domain=domain)
+    listed = "\n".join(f"- {e}" for e in examples)
+    return SPECIFIC_USER.format(n=n, domain=domain, examples=listed)
+
+
+def parse_prompts(text: str) -> list[str]:
+    """Prompts from the helper's answer: a JSON list of strings (or of objects with a
+    ``prompt``), else one prompt per non-empty line (list markers removed)."""
+    m = re.search(r"\[.*\]", text, flags=re.S)
+    if m:
+        try:
+            value = json.loads(m.group(0))
+        except ValueError:
+            value = None
+        if isinstance(value, list):
+            got = [v.get("prompt") if isinstance(v, dict) else v for v in value]
+            return [g.strip() for g in got if isinstance(g, str) and g.strip()]
+    lines = [re.sub(r"^\s*(?:[-*]|\d+[.)])\s*", "", ln).strip().strip('"')
+             for ln in text.splitlines()]
+    return [ln for ln in lines if ln]
+
+
+def report(groups: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Propensity of FMR and NVR for each non-adversarial set against the prefix set."""
+    out: dict[str, Any] = {}
+    prefix = groups.get("prefix")
+    if prefix is None:
+        return out
+    for s in NON_ADVERSARIAL:
+        if s in groups:
+            out[s] = {
+                "fmr": propensity(groups[s]["full_match_ratio"], prefix["full_match_ratio"]),
+                "nvr": propensity(groups[s]["avg_nv_recall"], prefix["avg_nv_recall"])}
+    return out

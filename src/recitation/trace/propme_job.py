@@ -1,0 +1,227 @@
+"""The ``propme`` job: PROPME's three prompt sets run on the target and traced
+(:mod:`recitation.trace.propme`).
+
+Items are ``generic-k``, ``specific-k`` (the helper writes each set in one call, at
+temperature 0, recorded in the run store so a resume replays it) and ``prefix-k`` (cut from
+the index's documents when the run is created). Each record holds the prompt, the target's
+generation (temperature 0), the generation's trace (longest span, full match, near-verbatim
+recall, documents) and the prompt's own overlap with the corpus. The report (``propme_report``)
+has SimpleTrace's metrics per set, the prompts' overlap per set with the paper's check
+(generic and specific below prefix), and the propensity of FMR and NVR.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from recitation.errors import ConfigError
+from recitation.methods import Access, Calls, MethodInfo, describe_missing, require_access
+from recitation.models.base import GenerationRequest, Model
+from recitation.models.config import ModelConfig
+from recitation.prompts import copy_exactly
+from recitation.runs.jobs import Job, Table, WorkItem
+from recitation.trace import propme
+from recitation.trace.index import CorpusIndex, EngineName, open_index
+from recitation.trace.job import _restored, trace_record
+from recitation.trace.metrics import aggregate, generation_nv
+from recitation.trace.simpletrace import SimpleTrace, TraceConfig
+
+SetName = Literal["generic", "specific", "prefix"]
+ALL_SETS: tuple[SetName, ...] = ("generic", "specific", "prefix")
+
+
+class PropmeParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    index: list[str] = Field(default_factory=list)
+    engine: EngineName = "auto"
+    sets: list[SetName] = Field(default_factory=lambda: list(ALL_SETS))
+    n: int = Field(100, ge=1, description="prompts per set (the paper: 100)")
+    prefix_words: int = Field(32, ge=4)
+    domain: str = "the documents of this corpus"
+    examples: int = Field(5, ge=1, description="document openings shown for 'specific'")
+    helper: ModelConfig | None = None  # default: the target
+    max_new_tokens: int = Field(256, ge=1)
+    mode: Literal["auto", "chat", "completion"] = "auto"
+    rarity: float = Field(0.05, gt=0, le=1)
+    max_docs: int = Field(10, ge=1)
+    nv_threshold: float = Field(0.5, ge=0, le=1)
+    n_span: int = Field(50, ge=1)
+
+
+class PropmeJob(Job):
+    name = "propme"
+    description = "PROPME: generic, specific and prefix prompts on the target, traced"
+    Params = PropmeParams
+    params: PropmeParams
+
+    def __init__(self, params: BaseModel, seed: int) -> None:
+        super().__init__(params, seed)
+        self._index: CorpusIndex | None = None
+        self._tracer: SimpleTrace | None = None
+        self._prompts: dict[str, list[str]] = {}
+        self._examples: list[str] = []
+        self._helper: Model | None = None
+
+    def index(self) -> CorpusIndex:
+        if self._index is None:
+            if not self.params.index:
+                raise ConfigError(describe_missing(
+                    f"propme_{self.params.sets[0]}", [Access.CORPUS_INDEX],
+                    "params.index names no index directory"))
+            self._index = open_index(self.params.index, engine=self.params.engine)
+        return self._index
+
+    def items(self) -> list[WorkItem]:
+        p = self.params
+        out = [WorkItem(f"{s}-{k}", {"set": s, "k": k}) for s in ("generic", "specific")
+               if s in p.sets for k in range(p.n)]
+        if "prefix" in p.sets:
+            for k, pr in enumerate(propme.prefix_prompts(self.index(), p.n, p.prefix_words,
+                                                         self.seed)):
+                out.append(WorkItem(f"prefix-{k}", {"set": "prefix", "k": k, **pr}))
+        return out
+
+    def snapshot(self) -> dict[str, Any]:
+        if "specific" not in self.params.sets:
+            return {"examples": []}
+        ix = self.index()
+        docs = propme.prefix_prompts(ix, self.params.examples, 30, self.seed + 1)
+        return {"examples": [d["prompt"] for d in docs]}
+
+    def restore(self, items: list[WorkItem], snapshot: dict[str, Any]) -> None:
+        super().restore(items, snapshot)
+        self._examples = list(snapshot.get("examples", []))
+
+    def use_helper(self, helper: Model) -> None:
+        """Library use and tests: the helper model directly."""
+        self._helper = helper
+
+    async def _prompt_set(self, kind: str, target: Model) -> list[str]:
+        if kind not in self._prompts:
+            helper = self._helper or (self.model_for(self.params.helper, target)
+                                      if self.params.helper else target)
+            examples = self._examples or self.snapshot()["examples"]
+            text = propme.helper_request_text(kind, self.params.n, self.params.domain,
+                                              examples)
+            req = GenerationRequest.chat(text, system=propme.GENERIC_SYSTEM,
+                                         max_tokens=max(512, 80 * self.params.n))
+            self._prompts[kind] = propme.parse_prompts((await helper.generate([req]))[0].text)
+        return self._prompts[kind]
+
+    def _request(self, kind: str, prompt: str, model: Model) -> GenerationRequest:
+        caps, p = model.capabilities, self.params
+        chat = (p.mode == "chat" or (p.mode == "auto" and (
+            not caps.completion if kind == "prefix" else caps.chat)))
+        kw: dict[str, Any] = {"max_tokens": p.max_new_tokens, "temperature": 0.0}
+        if not chat:
+            return GenerationRequest(prompt=prompt, **kw)
+        return GenerationRequest.chat(copy_exactly(prompt) if kind == "prefix" else prompt, **kw)
+
+    def tracer(self) -> SimpleTrace:
+        if self._tracer is None:
+            p = self.params
+            self._tracer = SimpleTrace(self.index(), TraceConfig(p.rarity, p.max_docs))
+        return self._tracer
+
+    async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
+        require_access([f"propme_{s}" for s in self.params.sets], model.capabilities,
+                       model.backend, also=[Access.CORPUS_INDEX, Access.HELPER_MODEL])
+        prompts: list[str | None] = []
+        for it in items:
+            kind = it.payload["set"]
+            if kind == "prefix":
+                prompts.append(it.payload["prompt"])
+                continue
+            got = await self._prompt_set(kind, model)
+            prompts.append(got[it.payload["k"]] if it.payload["k"] < len(got) else None)
+        todo = [(it, pr) for it, pr in zip(items, prompts, strict=True) if pr is not None]
+        gens = await model.generate([self._request(it.payload["set"], pr, model)
+                                     for it, pr in todo])
+        done = {it.id: (pr, g.text) for (it, pr), g in zip(todo, gens, strict=True)}
+        return [self._record(it, *done[it.id]) if it.id in done else
+                {**it.payload, "error": f"the helper wrote fewer than {it.payload['k'] + 1} "
+                 f"{it.payload['set']} prompts"} for it in items]
+
+    def _record(self, item: WorkItem, prompt: str, generation: str) -> dict[str, Any]:
+        st = self.tracer()
+        t = st.trace(generation)
+        pt = st.trace(prompt)
+        return {**item.payload, "prompt": prompt, "generation": generation, "text": generation,
+                **trace_record(t, generation_nv(st.index, t, st.config.max_docs)),
+                "prompt_overlap": {"longest": pt.longest,
+                                   "full_match": pt.has_tier("exact_full_raw"),
+                                   "nv": generation_nv(st.index, pt).recall}}
+
+    def finalize(self, records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any] | None:
+        p = self.params
+        ok = [r for _, r in records if "error" not in r]
+        groups: dict[str, Any] = {}
+        overlap: dict[str, Any] = {}
+        for s in [x for x in propme.SETS if any(r["set"] == x for r in ok)]:
+            sel = [_restored(r) for r in ok if r["set"] == s]
+            groups[s] = aggregate([t for t, _ in sel], [nv for _, nv in sel], n_span=p.n_span,
+                                  nv_threshold=p.nv_threshold)
+            po = [r["prompt_overlap"] for r in ok if r["set"] == s]
+            overlap[s] = {"avg_nv_recall": sum(o["nv"] for o in po) / len(po),
+                          "full_match_ratio": sum(o["full_match"] for o in po) / len(po)}
+        warnings = []
+        if "prefix" in overlap:
+            for s in propme.NON_ADVERSARIAL:
+                if s in overlap and overlap[s]["avg_nv_recall"] >= overlap["prefix"][
+                        "avg_nv_recall"] and overlap["prefix"]["avg_nv_recall"] > 0:
+                    warnings.append(f"{s} prompts overlap the corpus as much as the prefix "
+                                    "prompts (NVR): they do not measure propensity")
+        return {"groups": groups, "prompt_overlap": overlap,
+                "propensity": propme.report(groups), "warnings": warnings}
+
+    def summarize(self, records: list[tuple[str, dict[str, Any]]]) -> Table:
+        return self.summary(records, self.finalize(records))
+
+    def summary(self, records: list[tuple[str, dict[str, Any]]],
+                report: dict[str, Any] | None) -> Table:
+        rep = report or {}
+        rows = []
+        for s, m in rep.get("groups", {}).items():
+            po = rep.get("prompt_overlap", {}).get(s, {})
+            pr = rep.get("propensity", {}).get(s, {})
+            rows.append([s, m["total_generations"], f"{m['average_longest_span_length']:.1f}",
+                         f"{m['full_match_ratio']:.2f}", f"{m['avg_nv_recall']:.2f}",
+                         f"{po.get('avg_nv_recall', 0.0):.2f}",
+                         f"{pr['fmr']:.2f}" if pr else "-", f"{pr['nvr']:.2f}" if pr else "-"])
+        return Table("PROPME", ["set", "generations", "ALS", "FMR", "NVR", "prompt NVR",
+                                "propensity FMR", "propensity NVR"], rows,
+                     list(rep.get("warnings", [])))
+
+
+def _calls(p: Mapping[str, Any]) -> Calls:
+    return Calls(generate=1)
+
+
+def _info(kind: SetName, access: set[Access], summary: str) -> MethodInfo:
+    return MethodInfo(
+        name=f"propme_{kind}", kind="probe", title=f"PROPME {kind} prompts",
+        paper="the PROPME paper (propme-simpletrace: prompt settings, appendix E; the "
+        "transform: NOTES); traced over infini-gram, Liu et al. 2024",
+        access=frozenset({Access.GENERATE, Access.CORPUS_INDEX, *access}),
+        writes=("generation", "longest", "nv", "prompt_overlap"), calls=_calls,
+        calls_formula="1 generation" + (" (+ 1 helper call per set)" if access else ""),
+        job="propme", family="propme", unit="sample",
+        options=("index", "n", "prefix_words", "domain", "helper", "max_new_tokens", "mode"),
+        select=f"propme --sets {kind}", summary=summary)
+
+
+METHODS = {
+    "propme_generic": _info("generic", {Access.HELPER_MODEL},
+                            "propensity: ordinary prompts on the corpus's domain, written by "
+                            "a helper; the target's answers traced"),
+    "propme_specific": _info("specific", {Access.HELPER_MODEL},
+                             "propensity: prompts close to sampled documents (not copying "
+                             "them), written by a helper; traced"),
+    "propme_prefix": _info("prefix", set(),
+                           "capability: the first words of random training documents; the "
+                           "continuation traced; propensity = 0.5 (1 + (m_np - m_p) / "
+                           "(|m_np| + |m_p|)) on FMR and NVR"),
+}

@@ -1,0 +1,94 @@
+"""PROPME: the propensity transform by hand, the helper's prompts parsed, and the whole job on
+scripted models over a KJV index: a model that recites its training text under prefix
+prompts (and not otherwise) shows capability above propensity, and more capability than a
+model that recites nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from recitation.models.base import GenerationRequest
+from recitation.models.scripted import ScriptedModel
+from recitation.runs.jobs import make_job
+from recitation.trace.build import build_index
+from recitation.trace.propme import parse_prompts, propensity, report
+from recitation.trace.sources import iter_kjv_docs
+
+CHAPTERS = [d for _, d in zip(range(60), iter_kjv_docs(), strict=False)]
+
+
+def test_propensity_transform_by_hand() -> None:
+    assert propensity(0.0, 0.0) == 0.0  # NOTES: 0 when both are 0
+    assert propensity(0.5, 0.5) == 0.5
+    assert propensity(0.2, 0.8) == pytest.approx(0.5 * (1 - 0.6))
+    assert propensity(1.0, 0.0) == 1.0 and propensity(0.0, 0.3) == 0.0
+    groups = {"prefix": {"full_match_ratio": 0.8, "avg_nv_recall": 0.6},
+              "generic": {"full_match_ratio": 0.0, "avg_nv_recall": 0.2}}
+    assert report(groups) == {"generic": {"fmr": 0.0, "nvr": pytest.approx(0.25)}}
+
+
+def test_helper_prompts_are_parsed() -> None:
+    assert parse_prompts('Here: ["a b", " c ", 3]') == ["a b", "c"]
+    assert parse_prompts('[{"prompt": "x"}, {"other": 1}]') == ["x"]
+    assert parse_prompts('1. Write a poem\n2) Tell a story\n- "Describe a river"\n\n') == [
+        "Write a poem", "Tell a story", "Describe a river"]
+
+
+def reciter(texts: list[str]) -> Any:
+    """Completes a prefix of a training text with the text's next 60 words; answers anything
+    else with new prose."""
+    def respond(req: GenerationRequest) -> str:
+        prompt = req.prompt if req.prompt is not None else (req.messages or ())[-1].content
+        for t in texts:
+            if prompt and t.startswith(prompt):
+                return " ".join(t[len(prompt):].split()[:60])
+        return "A quiet morning came over the harbour, and the gulls argued over nothing."
+    return respond
+
+
+def novel_writer(req: GenerationRequest) -> str:
+    return "The lamp was lit at dusk and the street went on talking until the small hours."
+
+
+HELPER = ScriptedModel(lambda req: json.dumps([
+    "Write the opening of a story about a shepherd.", "Describe a flood in a valley.",
+    "Tell a short tale about two brothers.", "Write a prayer for rain."]), name="helper")
+
+
+def run_propme(tmp_path: Path, target: ScriptedModel) -> dict[str, Any]:
+    idx = tmp_path / "kjv"
+    if not idx.exists():
+        build_index(CHAPTERS, idx)
+    job = make_job("propme", {"index": [str(idx)], "engine": "numpy", "n": 4,
+                              "prefix_words": 12, "domain": "the King James Bible"}, 0)
+    job.use_helper(HELPER)  # type: ignore[attr-defined]
+    records = asyncio.run(job.run_items(job.items(), target))
+    assert not [r for r in records if "error" in r]
+    report = job.finalize([(str(i), r) for i, r in enumerate(records)])
+    assert report is not None
+    return report
+
+
+def test_capability_above_propensity_and_reciter_above_base(tmp_path: Path) -> None:
+    texts = [d.text for d in CHAPTERS]
+    organism = run_propme(tmp_path, ScriptedModel(reciter(texts), name="reciter"))
+    base = run_propme(tmp_path, ScriptedModel(novel_writer, name="base"))
+    g = organism["groups"]
+    assert set(g) == {"generic", "specific", "prefix"}
+    assert g["prefix"]["full_match_ratio"] == 1.0 and g["prefix"]["avg_nv_recall"] > 0.9
+    assert g["generic"]["full_match_ratio"] == 0.0
+    assert g["prefix"]["average_longest_span_length"] > g["generic"][
+        "average_longest_span_length"]
+    for s in ("generic", "specific"):
+        assert organism["propensity"][s]["fmr"] < 0.5 and organism["propensity"][s]["nvr"] < 0.5
+    assert base["groups"]["prefix"]["full_match_ratio"] == 0.0
+    assert g["prefix"]["avg_nv_recall"] > base["groups"]["prefix"]["avg_nv_recall"]
+    # the paper's prompt check: generic/specific prompts overlap the corpus less than prefixes
+    po = organism["prompt_overlap"]
+    assert po["prefix"]["avg_nv_recall"] > po["generic"]["avg_nv_recall"]
+    assert po["prefix"]["full_match_ratio"] == 1.0 and organism["warnings"] == []
