@@ -10,7 +10,13 @@
   :mod:`~recitation.trace.index`: opening an index with either;
 - :mod:`~recitation.trace.simpletrace`: SimpleTrace's maximal spans, rarity filter, document
   retrieval with match tiers and merging; :mod:`~recitation.trace.metrics`: its aggregate
-  metrics (ALS, FMR, NVR, ...); :mod:`~recitation.trace.validate`: the paper's validation.
+  metrics (ALS, FMR, NVR, ...); :mod:`~recitation.trace.validate`: the paper's validation;
+  :mod:`~recitation.trace.units`: a generation's words, boundaries and sentence ends;
+- :mod:`~recitation.trace.job`: the ``trace`` job (the ``simpletrace`` tracer);
+  :mod:`~recitation.trace.propme`, :mod:`~recitation.trace.propme_job`: PROPME's prompt sets,
+  the ``propme`` job and the propensity transform;
+- :mod:`~recitation.trace.cli`: ``recitation index``, ``recitation trace``,
+  ``recitation propme``.
 
 Definitions: docs/tracing.md.
 """
