@@ -44,3 +44,9 @@ def test_index_build_trace_validate(tmp_path: Path, capsys: pytest.CaptureFixtur
     rows = {r[0]: r for r in table.rows}
     assert set(rows) == {"prefix", "generic", "all"}
     assert rows["prefix"][3] == "1.00" and rows["generic"][3] == "0.00"  # FMR
+    # a run's stored generations traced again (here the trace run's own texts)
+    assert main(["trace", "--from-run", run_dir.name, "--field", "text", "--index", str(idx),
+                 "--engine", "numpy", "--runs-dir", str(runs)]) == 0
+    exported = runs / "trace-inputs" / f"{run_dir.name}.jsonl"
+    assert sorted(json.loads(x)["id"] for x in exported.read_text().splitlines()) == ["a", "b"]
+    assert main(["trace", "--index", str(idx), "--runs-dir", str(runs)]) == 1

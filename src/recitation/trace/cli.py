@@ -85,13 +85,38 @@ def cmd_index_validate(args: argparse.Namespace) -> int:
     return 0 if all(r["pass"] == 1.0 for r in rates.values()) else 1
 
 
+def export_run(ref: str, runs_dir: Path | None, field: str, group_field: str) -> Path:
+    """A run's stored generations (``field`` of each record; ``group_field`` as the group) as
+    a JSONL file under ``<runs dir>/trace-inputs/``."""
+    from recitation.errors import ConfigError
+    from recitation.runs.runner import default_runs_dir, find_run
+    from recitation.runs.store import RunStore
+
+    run_dir = find_run(ref, runs_dir)
+    with RunStore(run_dir) as store:
+        rows = [{"id": item_id, "text": r[field], "group": str(r.get(group_field, "all"))}
+                for item_id, r in store.results() if isinstance(r.get(field), str)]
+    if not rows:
+        raise ConfigError(f"run {run_dir.name} has no records with a text field '{field}' "
+                          "(prefix probing: continuation; propme: generation)")
+    out = (runs_dir or default_runs_dir()) / "trace-inputs" / f"{run_dir.name}.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return out
+
+
 def cmd_trace(args: argparse.Namespace) -> int:
+    from recitation.errors import ConfigError
     from recitation.models.config import parse_model_spec
     from recitation.runs.config import parse_config
     from recitation.runs.console import execute_and_print
     from recitation.runs.runner import create_run
 
-    params = {"index": [str(d) for d in args.index], "generations": str(args.generations),
+    if (args.generations is None) == (args.from_run is None):
+        raise ConfigError("give a JSONL of generations or --from-run RUN (one of them)")
+    gens = args.generations or export_run(args.from_run, args.runs_dir, args.field,
+                                          args.group_field)
+    params = {"index": [str(d) for d in args.index], "generations": str(gens),
               "engine": args.engine, "token_dtype": args.token_dtype, "rarity": args.rarity,
               "max_docs": args.max_docs,
               "text_field": args.text_field, "n_span": args.n_span,
@@ -191,8 +216,15 @@ def add_index_parser(sub: Any) -> None:
 def add_trace_parser(sub: Any) -> None:
     p = sub.add_parser("trace", help="SimpleTrace: trace generations to the corpus documents "
                        "they copy")
-    p.add_argument("generations", type=Path,
+    p.add_argument("generations", type=Path, nargs="?", default=None,
                    help="JSONL of generations: text, optional id and group")
+    p.add_argument("--from-run", metavar="RUN", default=None,
+                   help="trace a run's stored generations instead (prefix_probe, propme)")
+    p.add_argument("--field", default="continuation",
+                   help="the record field holding the generation (--from-run; default: "
+                   "continuation, prefix probing's; propme: generation)")
+    p.add_argument("--group-field", default="group",
+                   help="the record field used as group (--from-run; propme: set)")
     p.add_argument("--index", type=Path, action="append", required=True,
                    help="index directory (repeat for several)")
     p.add_argument("--model", default="scripted:none", metavar="SPEC",
