@@ -139,21 +139,26 @@ def suffix_array(data: bytearray | bytes, width: int) -> np.ndarray:
 
 
 def pack_pointers(sa: np.ndarray, size: int) -> np.ndarray:
-    """``sa`` as little-endian pointers of ``size`` bytes each (a flat uint8 array)."""
+    """``sa`` (non-negative) as little-endian pointers of ``size`` bytes each (a flat uint8
+    array; a view without a copy when ``size`` is the array's item size)."""
     if sa.size and int(sa.max()) >= 2 ** (8 * size):
         raise CorpusError(f"pointer {int(sa.max())} does not fit {size} bytes")
     item = sa.dtype.itemsize
+    unsigned = sa.view(f"<u{item}") if sa.dtype.byteorder in "<=|" else sa.astype(f"<u{item}")
     if size == item:
-        return sa.astype(f"<u{item}").view(np.uint8)
-    wide = sa.astype(f"<u{item}") if item >= size else sa.astype("<u8")
+        return unsigned.view(np.uint8)
+    wide = unsigned if item >= size else unsigned.astype("<u8")
     return np.ascontiguousarray(wide.view(np.uint8).reshape(-1, wide.dtype.itemsize)[:, :size]
                                 ).reshape(-1)
 
 
 def unigram_counts(tokens: np.ndarray) -> list[tuple[int, int]]:
     """(token id, count) of every id present, sorted by id."""
-    if tokens.dtype.itemsize <= 2:
-        counts = np.bincount(tokens)
+    if tokens.dtype.itemsize <= 2:  # in chunks: bincount widens its input to intp
+        counts = np.zeros(2 ** (8 * tokens.dtype.itemsize), dtype=np.int64)
+        for a in range(0, tokens.size, 1 << 22):
+            chunk = tokens[a:a + (1 << 22)]
+            counts[:] += np.bincount(chunk, minlength=counts.size)
         ids = np.flatnonzero(counts)
         return list(zip(ids.tolist(), counts[ids].tolist(), strict=True))
     uniq, cnt = np.unique(tokens, return_counts=True)
@@ -176,7 +181,10 @@ def _write_shard(out: Path, n: int, shard: _Shard, enc: Encoder) -> int:
 
 def write_table(out: Path, n: int, width: int) -> None:
     """Build ``table.n`` from ``tokenized.n`` (run in a worker process when parallel)."""
-    data = bytearray(shard_path(out, "tokenized", n).read_bytes())
+    path = shard_path(out, "tokenized", n)
+    data = bytearray(path.stat().st_size)
+    with path.open("rb") as f:
+        f.readinto(data)
     sa = suffix_array(data, width)
     pack_pointers(sa, ptr_size(len(data))).tofile(shard_path(out, "table", n))
 

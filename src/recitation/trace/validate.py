@@ -54,7 +54,7 @@ def partial_queries(index: CorpusIndex, text: str, size: int) -> dict[str, str]:
     n = len(u)
     cuts = {"partial_start": 0, "partial_middle": max(0, (n - size) // 2),
             "partial_end": max(0, n - size)}
-    return {k: index.text(u.ids[a:a + size]).strip() for k, a in cuts.items()}
+    return {k: index.text(u.ids[a:a + size]) for k, a in cuts.items()}  # no strip: tokens
 
 
 def validate(index: CorpusIndex, *, n_docs: int = 25, size: int = 128, seed: int = 0,
