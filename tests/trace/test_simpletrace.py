@@ -256,3 +256,22 @@ def test_validation_on_pdnc_is_perfect(shared_data: Path, tmp_path: Path) -> Non
     rates = validate(open_index(out, engine="numpy"), n_docs=25, size=128, seed=0)
     for kind, r in rates.items():
         assert r["n"] == 25 and (r["retrieval"], r["exact"], r["pass"]) == (1.0, 1.0, 1.0), kind
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("engine", ENGINES)
+def test_token_level_validation_with_smollm2(engine: str, local_model: object,
+                                             tmp_path: Path) -> None:
+    """A u16 index with the real SmolLM2 tokenizer (49,152 ids): 40 KJV chapters, the
+    paper's validation on 10 of them (128-token partial queries), every rate 1.00."""
+    from recitation.trace.sources import iter_kjv_docs
+
+    tok = local_model.tokenizer()  # type: ignore[attr-defined]
+    docs = [d for _, d in zip(range(40), iter_kjv_docs(), strict=False)]
+    m = build_index(docs, tmp_path / "idx", tokenizer=tok, tokenizer_name="smollm2")
+    assert (m.token_dtype, m.vocab_size) == ("u16", 49152)
+    ix = open_index(tmp_path / "idx", engine=engine, tokenizer=tok)
+    ids = tok.encode(docs[3].text)
+    assert ix.engine.count(ids[5:25]) >= 1
+    rates = validate(ix, n_docs=10, size=128, seed=1)
+    assert all((r["retrieval"], r["exact"]) == (1.0, 1.0) for r in rates.values()), rates
