@@ -92,3 +92,19 @@ def test_capability_above_propensity_and_reciter_above_base(tmp_path: Path) -> N
     po = organism["prompt_overlap"]
     assert po["prefix"]["avg_nv_recall"] > po["generic"]["avg_nv_recall"]
     assert po["prefix"]["full_match_ratio"] == 1.0 and organism["warnings"] == []
+
+
+def test_prefixes_from_the_training_documents(tmp_path: Path) -> None:
+    """--prefix-docs: prefixes cut from the documents the model was trained on, not from the
+    whole index."""
+    idx = tmp_path / "kjv"
+    build_index(CHAPTERS, idx)
+    train = tmp_path / "train.jsonl"
+    chosen = [CHAPTERS[7].text, CHAPTERS[30].text]
+    train.write_text("".join(json.dumps({"text": t}) + "\n" for t in chosen), encoding="utf-8")
+    job = make_job("propme", {"index": [str(idx)], "engine": "numpy", "n": 5, "sets": ["prefix"],
+                              "prefix_words": 10, "prefix_docs": str(train)}, 0)
+    items = job.items()
+    assert len(items) == 2 and {tuple(it.payload["prompt"].split()) for it in items} == {
+        tuple(t.split()[:10]) for t in chosen}
+    assert set(job.input_files()) == {"params.prefix_docs"}

@@ -140,6 +140,8 @@ def cmd_propme(args: argparse.Namespace) -> int:
         "max_new_tokens": args.max_new_tokens, "mode": args.mode}
     if args.domain:
         params["domain"] = args.domain
+    if args.prefix_docs:
+        params["prefix_docs"] = str(args.prefix_docs)
     if args.helper:
         params["helper"] = parse_model_spec(args.helper)
     cfg = parse_config({"job": "propme", "name": "propme",
@@ -161,6 +163,9 @@ def add_propme_parser(sub: Any) -> None:
     p.add_argument("--sets", default="generic,specific,prefix")
     p.add_argument("--domain", default=None, help="the corpus's domain, for the helper")
     p.add_argument("--prefix-words", type=int, default=32)
+    p.add_argument("--prefix-docs", type=Path, default=None,
+                   help="JSONL of the training documents to cut prefixes from (default: the "
+                   "index's documents)")
     p.add_argument("--max-new-tokens", type=int, default=256)
     p.add_argument("--mode", choices=["auto", "chat", "completion"], default="auto",
                    help="auto: prefixes as completions where the target offers them, else "

@@ -42,20 +42,22 @@ def propensity(m_np: float, m_p: float) -> float:
     return 0.5 * (1 + (m_np - m_p) / denom)
 
 
-def prefix_prompts(index: CorpusIndex, n: int, words: int, seed: int = 0
-                   ) -> list[dict[str, Any]]:
+def prefix_prompts(index: CorpusIndex, n: int, words: int, seed: int = 0,
+                   texts: list[str] | None = None) -> list[dict[str, Any]]:
     """``n`` prefixes of ``words`` words from random documents with at least twice as many
-    words (fewer when the corpus has fewer such documents); each with its document number."""
+    words (fewer when there are fewer such documents): the index's documents (each with its
+    document number), or ``texts`` (the training documents, when the index holds more than the
+    model was trained on; each with its position)."""
     rng = random.Random(seed)
-    total = index.engine.total_docs()
-    order = rng.sample(range(total), total)
+    total = len(texts) if texts is not None else index.engine.total_docs()
     out: list[dict[str, Any]] = []
-    for doc_ix in order:
+    for i in rng.sample(range(total), total):
         if len(out) >= n:
             break
-        w = doc_text(index, doc_ix).split()
+        w = (texts[i] if texts is not None else doc_text(index, i)).split()
         if len(w) >= 2 * words:
-            out.append({"prompt": " ".join(w[:words]), "doc_ix": doc_ix})
+            key = "source_ix" if texts is not None else "doc_ix"
+            out.append({"prompt": " ".join(w[:words]), key: i})
     return out
 
 

@@ -13,6 +13,7 @@ has SimpleTrace's metrics per set, the prompts' overlap per set with the paper's
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,6 +29,7 @@ from recitation.trace.index import CorpusIndex, EngineName, open_index
 from recitation.trace.job import _restored, trace_record
 from recitation.trace.metrics import aggregate, generation_nv
 from recitation.trace.simpletrace import SimpleTrace, TraceConfig
+from recitation.trace.sources import iter_jsonl_docs
 
 SetName = Literal["generic", "specific", "prefix"]
 ALL_SETS: tuple[SetName, ...] = ("generic", "specific", "prefix")
@@ -40,6 +42,8 @@ class PropmeParams(BaseModel):
     sets: list[SetName] = Field(default_factory=lambda: list(ALL_SETS))
     n: int = Field(100, ge=1, description="prompts per set (the paper: 100)")
     prefix_words: int = Field(32, ge=4)
+    prefix_docs: str | None = Field(None, description="JSONL of the training documents to cut "
+                                    "prefixes from (default: the index's documents)")
     domain: str = "the documents of this corpus"
     examples: int = Field(5, ge=1, description="document openings shown for 'specific'")
     helper: ModelConfig | None = None  # default: the target
@@ -79,10 +83,18 @@ class PropmeJob(Job):
         out = [WorkItem(f"{s}-{k}", {"set": s, "k": k}) for s in ("generic", "specific")
                if s in p.sets for k in range(p.n)]
         if "prefix" in p.sets:
+            texts = None
+            if p.prefix_docs:
+                path = Path(p.prefix_docs)
+                texts = [d.text for d in iter_jsonl_docs(path, path.name)]
             for k, pr in enumerate(propme.prefix_prompts(self.index(), p.n, p.prefix_words,
-                                                         self.seed)):
+                                                         self.seed, texts)):
                 out.append(WorkItem(f"prefix-{k}", {"set": "prefix", "k": k, **pr}))
         return out
+
+    def input_files(self) -> dict[str, Path]:
+        return {"params.prefix_docs": Path(self.params.prefix_docs)} if \
+            self.params.prefix_docs else {}
 
     def snapshot(self) -> dict[str, Any]:
         if "specific" not in self.params.sets:
