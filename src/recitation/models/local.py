@@ -155,9 +155,10 @@ def file_sha256(path: Path) -> str:
 
 def directory_digest(directory: Path) -> str:
     """A short digest of a transformers directory's contents: every file at its top level
-    (config, weights, tokenizer) by name and SHA-256."""
+    (config, weights, tokenizer; not hidden files) by name and SHA-256."""
     h = hashlib.sha256()
-    for path in sorted(p for p in directory.iterdir() if p.is_file()):
+    for path in sorted(p for p in directory.iterdir()
+                       if p.is_file() and not p.name.startswith(".")):
         h.update(f"{path.name}\0{file_sha256(path)}\n".encode())
     return h.hexdigest()[:16]
 
