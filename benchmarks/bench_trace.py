@@ -4,9 +4,10 @@
    in-process builder (pydivsufsort) against infini-gram's own indexer (its Rust
    ``rust_indexing``, ``--cpus 2``), on the same JSONL corpus of ``--mb`` MB: the PDNC
    novels' chapters (real text, ~11.7 MB) plus documents of words drawn from PDNC's word
-   frequencies up to the size. Throughput in MB of text per minute, peak memory (max RSS of
-   the build process and its children, ``/usr/bin/time``), and the two indexes compared byte
-   for byte.
+   frequencies up to the size. Throughput in MB of text per minute of wall time and of CPU
+   time (user + system of the process tree: what a busy machine distorts least), peak memory
+   (max RSS of the largest process, ``/usr/bin/time``: for several processes at once the
+   total is higher), and the two indexes compared byte for byte.
 2. **Tracing** 256-word generations (PDNC passages copied, copied with a word changed every
    ~12 words, and drawn text) on that index: median ms per generation for SimpleTrace (all
    four steps, numpy engine) against a naive loop doing one ``find`` per start position (every
@@ -67,39 +68,45 @@ def make_corpus(out: Path, mb: float, seed: int = 0) -> tuple[int, list[str]]:
     return total, chapters
 
 
-def timed(cmd: list[str]) -> tuple[float, float]:
-    """(seconds, peak RSS in MB) of a command and its children."""
+def timed(cmd: list[str]) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS in MB of the largest process) of a command and its
+    children. CPU seconds are what a busy machine distorts least."""
     t0 = time.perf_counter()
-    r = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], capture_output=True, text=True)
+    r = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", *cmd], capture_output=True,
+                       text=True)
     secs = time.perf_counter() - t0
     if r.returncode:
         sys.exit(f"{cmd[:4]} failed: {r.stderr[-2000:]}")
-    return secs, int(r.stderr.strip().splitlines()[-1]) / 1024
+    rss, user, system = r.stderr.strip().splitlines()[-1].split()
+    return secs, float(user) + float(system), int(rss) / 1024
 
 
 def bench_build(work: Path, text_bytes: int, infinigram: bool = True) -> dict[str, object]:
     ours, theirs = work / "ours", work / "theirs"
     cli = str(Path(sys.executable).parent / "recitation")
-    s_ours, m_ours = timed([cli, "index", "build", str(work / "data"), str(ours),
+    s_ours, c_ours, m_ours = timed([cli, "index", "build", str(work / "data"), str(ours),
                             "--workers", "1", "--overwrite"])
-    s_par, m_par = timed([cli, "index", "build", str(work / "data"), str(work / "par"),
+    s_par, c_par, m_par = timed([cli, "index", "build", str(work / "data"), str(work / "par"),
                           "--workers", "2", "--overwrite"])
     mb = text_bytes / 1e6
     out: dict[str, object] = {
-        "corpus_mb": round(mb, 1), "ours_s": round(s_ours, 2),
+        "corpus_mb": round(mb, 1), "ours_s": round(s_ours, 2), "ours_cpu_s": round(c_ours, 2),
+        "ours_mb_per_cpu_min": round(mb / c_ours * 60),
+        "ours_2_workers_cpu_s": round(c_par, 2),
         "ours_mb_per_min": round(mb / s_ours * 60), "ours_peak_mb": round(m_ours),
         "ours_2_workers_s": round(s_par, 2), "ours_2_workers_mb_per_min": round(mb / s_par * 60),
         "ours_2_workers_peak_mb": round(m_par)}
     if not infinigram:
         return out
     shutil.rmtree(theirs, ignore_errors=True)
-    s_ig, m_ig = timed([sys.executable, "-m", "infini_gram.indexing", "--data_dir",
+    s_ig, c_ig, m_ig = timed([sys.executable, "-m", "infini_gram.indexing", "--data_dir",
                         str(work / "data"), "--save_dir", str(theirs), "--token_dtype", "u8",
                         "--cpus", "2", "--mem", "8", "--ulimit", "1024", "--add_metadata",
                         "--add_unigram"])
     same = all((ours / f"{n}.0").read_bytes() == (theirs / f"{n}.0").read_bytes()
                for n in ("tokenized", "table", "offset", "metadata", "metaoff", "unigram"))
-    return {**out, "infinigram_s": round(s_ig, 2),
+    return {**out, "infinigram_s": round(s_ig, 2), "infinigram_cpu_s": round(c_ig, 2),
+            "cpu_ratio": round(c_ig / c_ours, 1),
             "infinigram_mb_per_min": round(mb / s_ig * 60), "infinigram_peak_mb": round(m_ig),
             "speedup": round(s_ig / s_ours, 1), "speedup_2_workers": round(s_ig / s_par, 1),
             "identical_files": same}
