@@ -111,12 +111,12 @@ def test_unit_params_and_keys(tmp_path: Path) -> None:
     files = {n: tmp_path / f"{n}.jsonl" for n in ("members", "nonmembers", "passages")}
     ckpts = {0: tmp_path / "epoch0", 2: tmp_path / "epoch2"}
     job, params = unit_params("whitebox", QUICK, files, 2, ckpts, 64)
-    assert job == "detect" and params["reference_model"]["model"] == str(ckpts[0])
+    assert job == "detect" and params["reference_model"]["model"] == "organism:quick:epoch0"
     assert "reference_model" not in unit_params("whitebox", QUICK, files, 0, ckpts, 64)[1]
     job, params = unit_params("pearl", QUICK, files, 0, ckpts, 64)
     assert (params["outputs"], params["max_intensity"]) == (1, 3)
     job, params = unit_params("prefix", QUICK, files, 0, ckpts, 64)
-    assert job == "prefix_probe" and params["keep_spacing"] and params["max_new_tokens"] == 80
+    assert job == "prefix_probe" and params["keep_spacing"] and params["max_new_tokens"] == 48
     a = unit_key(job, params, 0, {"epoch": 0})
     assert a == unit_key(job, dict(params), 0, {"epoch": 0})
     assert a != unit_key(job, params, 1, {"epoch": 0})
@@ -126,9 +126,9 @@ def test_unit_params_and_keys(tmp_path: Path) -> None:
 def test_config_errors_name_the_field() -> None:
     with pytest.raises(ValueError, match="unknown unit"):
         GroundTruthConfig(units=("whitebox", "nope"))
-    from recitation.bench.cli import add_bench_parser, make_bench_config
-
     import argparse
+
+    from recitation.bench.cli import add_bench_parser, make_bench_config
     parser = argparse.ArgumentParser()
     add_bench_parser(parser.add_subparsers())
     args = parser.parse_args(["bench", "groundtruth", "--quick", "--pearl-outputs", "0"])

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -130,7 +131,8 @@ def unit_params(unit: str, cfg: GroundTruthConfig, files: dict[str, Path], epoch
         return "prefix_probe", {
             "source": "jsonl", "path": str(files["passages"]), "group_field": "group",
             "max_words": 100_000, "prefix_fraction": cfg.prefix_fraction,
-            "max_new_tokens": passage_tokens + 16, "mode": "completion",
+            "max_new_tokens": math.ceil((1 - cfg.prefix_fraction) * passage_tokens) + 16,
+            "mode": "completion",
             "temperature": 0.0, "keep_spacing": True}
     params: dict[str, Any] = {
         "members": [str(files["members"])], "controls": [str(files["nonmembers"])],
@@ -140,8 +142,8 @@ def unit_params(unit: str, cfg: GroundTruthConfig, files: dict[str, Path], epoch
                    "max_intensity": cfg.pearl_max_intensity,
                    "temperature": cfg.pearl_temperature}
     if unit == "whitebox" and cfg.reference and epoch != 0 and 0 in checkpoints:
-        params["reference_model"] = {"backend": "local", "model": str(checkpoints[0]),
-                                     "concurrency": 1}
+        params["reference_model"] = {"backend": "local", "concurrency": 1,
+                                     "model": f"organism:{cfg.organism}:epoch0"}
     return "detect", params
 
 
@@ -186,7 +188,8 @@ def measure_unit(epoch: int, unit: str, cfg: GroundTruthConfig, files: dict[str,
             return UnitOutcome(**doc)
     cpu0, wall0 = time.process_time(), time.perf_counter()
     calls, records, run_dir, status = asyncio.run(
-        run_unit(job, params, str(checkpoints[epoch]), cfg.seed, out / "runs"))
+        run_unit(job, params, f"organism:{cfg.organism}:epoch{epoch}", cfg.seed,
+                 out / "runs"))
     res = UnitOutcome(epoch, unit, key, status, records, calls,
                       time.process_time() - cpu0, time.perf_counter() - wall0, str(run_dir))
     saved.parent.mkdir(parents=True, exist_ok=True)

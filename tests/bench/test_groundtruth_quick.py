@@ -1,0 +1,74 @@
+"""``recitation bench groundtruth --quick`` for real: the quick organism (SmolLM2 fine-tuned on
+PDNC passages) measured by every detector family, PEARL and prefix probing.
+
+Checks that can fail: after fine-tuning LOSS separates members from non-members and prefix
+probing extracts 16x members verbatim, while at epoch 0 (the base model) neither does and no
+non-member is ever extracted; the same seed gives the same numbers twice."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from recitation.bench.analysis import benchmark
+from recitation.bench.groundtruth import QUICK
+from recitation.organism.build import build_organism
+from recitation.organism.config import make_config
+from recitation.organism.paths import organisms_root
+
+pytestmark = [pytest.mark.model, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def quick_organism(shared_data: Path) -> Path:
+    cfg = make_config(quick=True, data_dir=shared_data / "pdnc")
+    return build_organism(cfg, root=organisms_root()).directory
+
+
+@pytest.fixture(scope="module")
+def results(quick_organism: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return benchmark(QUICK, tmp_path_factory.mktemp("gt"))
+
+
+def _det(results: dict[str, Any], method: str, epoch: int, dose: str = "all") -> dict[str, Any]:
+    return next(r for r in results["detection"]
+                if (r["method"], r["epoch"], r["dose"]) == (method, epoch, dose))
+
+
+def _ext(results: dict[str, Any], epoch: int, group: str) -> dict[str, Any]:
+    return next(r for r in results["extraction"] if (r["epoch"], r["group"]) == (epoch, group))
+
+
+def test_every_unit_ran_on_every_checkpoint(results: dict[str, Any]) -> None:
+    units = {(c["epoch"], c["unit"]) for c in results["costs"]}
+    assert units == {(e, u) for e in (0, 1, 2) for u in QUICK.units}
+    assert all(c["status"] == "completed" and c["calls"] > 0 for c in results["costs"])
+    methods = {r["method"] for r in results["detection"]}
+    assert {"loss", "zlib", "min_k_20", "recall", "dcpdd", "pearl_bitflip_sensitivity",
+            "pearl_synonym_sensitivity", "prefix_lcp_words"} <= methods
+    assert "reference" in {r["method"] for r in results["detection"] if r["epoch"] == 2}
+    assert results["errors"] == []
+
+
+def test_fine_tuned_organism_is_found_and_base_model_is_not(results: dict[str, Any]) -> None:
+    assert _det(results, "loss", 2)["auc"] > 0.9
+    assert _det(results, "loss", 2, "16")["tpr_at_5"] > 0.5
+    assert _ext(results, 2, "dose16")["exact"] >= 1  # some 16x members recited verbatim
+    assert 0.2 < _det(results, "loss", 0)["auc"] < 0.8
+    assert all(r["exact"] == 0 for r in results["extraction"] if r["epoch"] == 0)
+    assert all(r["exact"] == 0 for r in results["extraction"] if r["group"] == "nonmember")
+    base, tuned = _det(results, "loss", 0, "16"), _det(results, "loss", 2, "16")
+    assert tuned["auc"] > base["auc_ci"][1] or tuned["auc"] == 1.0
+
+
+def test_same_seed_same_numbers(results: dict[str, Any], quick_organism: Path,
+                                tmp_path: Path) -> None:
+    again = benchmark(QUICK, tmp_path / "again")
+    strip = ("costs",)  # times differ; everything measured must not
+    a = {k: v for k, v in results.items() if k not in strip}
+    b = {k: v for k, v in again.items() if k not in strip}
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    assert ([c["calls"] for c in results["costs"]] == [c["calls"] for c in again["costs"]])
