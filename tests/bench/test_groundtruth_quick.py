@@ -66,9 +66,18 @@ def test_fine_tuned_organism_is_found_and_base_model_is_not(results: dict[str, A
 
 def test_same_seed_same_numbers(results: dict[str, Any], quick_organism: Path,
                                 tmp_path: Path) -> None:
-    again = benchmark(QUICK, tmp_path / "again")
-    strip = ("costs",)  # times differ; everything measured must not
-    a = {k: v for k, v in results.items() if k not in strip}
-    b = {k: v for k, v in again.items() if k not in strip}
-    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
-    assert ([c["calls"] for c in results["costs"]] == [c["calls"] for c in again["costs"]])
+    """A second benchmark in a fresh directory (every call made again: no cache, no saved
+    unit) on the last checkpoint, with sampled (PEARL) and greedy (prefix) generation and
+    scores: the same numbers as the first."""
+    cfg = QUICK.model_copy(update={"epochs": (2,), "units": ("whitebox", "pearl", "prefix")})
+    again = benchmark(cfg, tmp_path / "again")
+    assert all(c["calls"] > 0 for c in again["costs"])
+
+    def at2(res: dict[str, Any], key: str, units: set[str]) -> str:
+        rows = [r for r in res[key] if r["epoch"] == 2 and r.get("family", "prefix") in units]
+        return json.dumps(rows, sort_keys=True)
+
+    units = {"whitebox", "pearl", "prefix"}
+    for key in ("detection", "extraction", "overlap"):
+        assert at2(again, key, units) == at2(results, key, units), key
+    assert at2(again, "detection", units).count('"method"') >= 15

@@ -42,7 +42,7 @@ from recitation.organism.data import Passage
 log = logging.getLogger(__name__)
 
 UNITS: tuple[str, ...] = ("whitebox", "recall", "dcpdd", "pearl", "prefix")
-DETECT_UNITS = frozenset({"whitebox", "recall", "dcpdd", "pearl"})
+GENERATING = frozenset({"prefix", "pearl"})
 FORMAT = 1
 """Bumped whenever a unit's runs change for the same settings (invalidates saved units)."""
 
@@ -249,10 +249,14 @@ def run_units(cfg: GroundTruthConfig, out: Path, *,
     files = sample_files(passages, out)
     tokens = int(manifest["config"]["passage_tokens"])
     outcomes: list[UnitOutcome] = []
-    for epoch in epochs:
-        for unit in cfg.units:
+    # the cheap scoring units on every checkpoint first, generation (prefix, PEARL) last:
+    # a benchmark stopped early has every score of every checkpoint
+    order = sorted(cfg.units, key=lambda u: (u in GENERATING, UNITS.index(u)))
+    for unit in order:
+        for epoch in epochs:
             if progress:
                 progress(f"epoch {epoch}: {unit}")
             outcomes.append(measure_unit(epoch, unit, cfg, files, checkpoints, ids, tokens,
                                          out))
+    outcomes.sort(key=lambda o: (o.epoch, UNITS.index(o.unit)))
     return Measured(manifest, passages, outcomes)
