@@ -1,0 +1,66 @@
+"""PROPME end to end on the ground-truth organism: index the PDNC novels (a document per
+chapter) plus the organism's training passages, then run the three prompt sets on the
+organism and on its base model (SmolLM2), the base model writing the generic and specific
+prompts for both (the second run takes them from the response cache).
+
+    .venv/bin/recitation organism build --quick          # once (docs/organism.md)
+    nice -n 5 .venv/bin/python benchmarks/propme_organism.py [--organism quick] [--n 15]
+
+Prints both runs' tables; the reports are in the runs' stores (``recitation runs show``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from recitation.trace.sources import iter_corpus
+
+DATA = Path(os.environ.get("RECITATION_DATA", Path(__file__).resolve().parents[2] / "shared"
+                           / "data"))
+
+
+def organism_passages(name: str) -> list[dict[str, object]]:
+    out = subprocess.run([str(Path(sys.executable).parent / "recitation"), "organism", "path",
+                          f"{name}:epoch0"], capture_output=True, text=True, check=True)
+    split = json.loads((Path(out.stdout.strip()).parent / "split.json").read_text())
+    return [p for p in split["passages"] if p["member"]]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--organism", default="quick")
+    ap.add_argument("--epoch", type=int, default=2)
+    ap.add_argument("--n", type=int, default=15)
+    ap.add_argument("--prefix-words", type=int, default=16)
+    ap.add_argument("--max-new-tokens", type=int, default=64)
+    ap.add_argument("--work", type=Path, default=Path("runs/propme-organism"))
+    args = ap.parse_args()
+    corpus = args.work / "corpus"
+    corpus.mkdir(parents=True, exist_ok=True)
+    with (corpus / "a_pdnc.jsonl").open("w", encoding="utf-8") as f:
+        for d in iter_corpus(DATA / "pdnc", chapters=True):
+            f.write(json.dumps({"text": d.text, "source": "pdnc", **d.metadata}) + "\n")
+    train = [{"text": p["text"], "source": f"organism-{args.organism}", "id": p["id"],
+              "dose": p["dose"]} for p in organism_passages(args.organism)]
+    lines = "".join(json.dumps(r) + "\n" for r in train)
+    (corpus / "b_organism_train.jsonl").write_text(lines, encoding="utf-8")
+    (args.work / "train.jsonl").write_text(lines, encoding="utf-8")
+    cli = str(Path(sys.executable).parent / "recitation")
+    subprocess.run([cli, "index", "build", str(corpus), str(args.work / "idx"), "--overwrite"],
+                   check=True)
+    for target in (f"organism:{args.organism}:epoch{args.epoch}", "smollm2"):
+        subprocess.run([cli, "propme", "--index", str(args.work / "idx"), "--target", target,
+                        "--helper", "smollm2", "--n", str(args.n), "--prefix-words",
+                        str(args.prefix_words), "--prefix-docs", str(args.work / "train.jsonl"),
+                        "--max-new-tokens", str(args.max_new_tokens), "--domain",
+                        "English novels of the 19th and early 20th century", "--runs-dir",
+                        str(args.work / "runs"), "--engine", "numpy"], check=True)
+
+
+if __name__ == "__main__":
+    main()
