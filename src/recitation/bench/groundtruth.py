@@ -65,6 +65,7 @@ class GroundTruthConfig(BaseModel):
     reference: bool = True  # whitebox "reference" score with the base model (epoch >= 1)
     prefix_fraction: float = Field(0.5, gt=0, lt=1)
     n_bootstrap: int = Field(1000, ge=0)
+    batch_size: int = Field(16, ge=1)  # requests per batched model call (local backend)
     seed: int = 0
 
     @field_validator("units")
@@ -154,8 +155,9 @@ def unit_key(job: str, params: dict[str, Any], seed: int, model_id: dict[str, An
                    "model": model_id})
 
 
-async def run_unit(job: str, params: dict[str, Any], model: str, seed: int,
-                   runs_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]], Path, str]:
+async def run_unit(job: str, params: dict[str, Any], model: str, seed: int, runs_dir: Path,
+                   batch_size: int = 16
+                   ) -> tuple[dict[str, Any], list[dict[str, Any]], Path, str]:
     """Create and execute one run (response cache off); returns its call totals, records,
     directory and status."""
     from recitation.runs.config import RunConfig
@@ -163,7 +165,8 @@ async def run_unit(job: str, params: dict[str, Any], model: str, seed: int,
     from recitation.runs.store import RunStore
 
     cfg = RunConfig(job=job, name=f"groundtruth-{job}", seed=seed, cache=False,
-                    model={"backend": "local", "model": model, "concurrency": 1},
+                    model={"backend": "local", "model": model, "concurrency": 1,
+                           "batch_size": batch_size},
                     params=params)
     run_dir = create_run(cfg, runs_dir)
     outcome = await execute(run_dir, use_cache=False)
@@ -179,7 +182,8 @@ def measure_unit(epoch: int, unit: str, cfg: GroundTruthConfig, files: dict[str,
     """Run ``unit`` on checkpoint ``epoch`` unless its saved outcome has the same key."""
     job, params = unit_params(unit, cfg, files, epoch, checkpoints, passage_tokens)
     key = unit_key(job, _portable(params, out), cfg.seed,
-                   model_ids[epoch] | {"reference": model_ids.get(0) if "reference_model"
+                   model_ids[epoch] | {"batch_size": cfg.batch_size,
+                                       "reference": model_ids.get(0) if "reference_model"
                                        in params else None})
     saved = out / "units" / f"epoch{epoch}-{unit}.json"
     if saved.exists():
@@ -189,7 +193,7 @@ def measure_unit(epoch: int, unit: str, cfg: GroundTruthConfig, files: dict[str,
     cpu0, wall0 = time.process_time(), time.perf_counter()
     calls, records, run_dir, status = asyncio.run(
         run_unit(job, params, f"organism:{cfg.organism}:epoch{epoch}", cfg.seed,
-                 out / "runs"))
+                 out / "runs", cfg.batch_size))
     res = UnitOutcome(epoch, unit, key, status, records, calls,
                       time.process_time() - cpu0, time.perf_counter() - wall0, str(run_dir))
     saved.parent.mkdir(parents=True, exist_ok=True)
