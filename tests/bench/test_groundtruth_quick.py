@@ -15,6 +15,7 @@ import pytest
 
 from recitation.bench.analysis import benchmark
 from recitation.bench.groundtruth import QUICK
+from recitation.errors import ConfigError
 from recitation.organism.build import build_organism
 from recitation.organism.config import make_config
 from recitation.organism.paths import organisms_root
@@ -29,8 +30,13 @@ def quick_organism(shared_data: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def results(quick_organism: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return benchmark(QUICK, tmp_path_factory.mktemp("gt"))
+def out_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("gt")
+
+
+@pytest.fixture(scope="module")
+def results(quick_organism: Path, out_dir: Path) -> dict[str, Any]:
+    return benchmark(QUICK, out_dir)
 
 
 def _det(results: dict[str, Any], method: str, epoch: int, dose: str = "all") -> dict[str, Any]:
@@ -81,3 +87,16 @@ def test_same_seed_same_numbers(results: dict[str, Any], quick_organism: Path,
     for key in ("detection", "extraction", "overlap"):
         assert at2(again, key, units) == at2(results, key, units), key
     assert at2(again, "detection", units).count('"method"') >= 15
+
+
+def test_saved_units_are_reused_and_analysed_alone(results: dict[str, Any], out_dir: Path,
+                                                   tmp_path: Path) -> None:
+    again = benchmark(QUICK, out_dir, run=False)  # nothing runs: every unit is saved
+    assert json.dumps(again, sort_keys=True) == json.dumps(results, sort_keys=True)
+    partial = QUICK.model_copy(update={"n_bootstrap": 7})  # other statistics, same units
+    assert benchmark(partial, out_dir, run=False)["costs"] == results["costs"]
+    changed = QUICK.model_copy(update={"pearl_outputs": 2})  # another PEARL: not saved
+    units = {c["unit"] for c in benchmark(changed, out_dir, run=False)["costs"]}
+    assert units == set(QUICK.units) - {"pearl"}
+    with pytest.raises(ConfigError, match="no finished unit"):
+        benchmark(QUICK, tmp_path / "empty", run=False)

@@ -36,6 +36,7 @@ from recitation.bench.groundtruth import (
     group_of,
     run_units,
 )
+from recitation.errors import ConfigError
 from recitation.metrics.spans import verbatim_passages
 from recitation.metrics.stats import (
     clopper_pearson,
@@ -218,11 +219,15 @@ def plot_data(detection: list[dict[str, Any]],
     return {"auc_by_epoch": auc, "extraction_by_dose": by_dose}
 
 
-def benchmark(cfg: GroundTruthConfig, out: Path, *,
-              progress: Progress | None = None) -> dict[str, Any]:
+def benchmark(cfg: GroundTruthConfig, out: Path, *, progress: Progress | None = None,
+              run: bool = True) -> dict[str, Any]:
     """Run the benchmark (:func:`recitation.bench.groundtruth.run_units`) and analyse it;
-    the results are also written to ``out/results.json``."""
-    measured = run_units(cfg, out, progress=progress)
+    the results are also written to ``out/results.json``. ``run=False`` analyses the units
+    already saved under ``out`` (a benchmark stopped early) and runs nothing."""
+    measured = run_units(cfg, out, progress=progress, run=run)
+    if not measured.outcomes:
+        raise ConfigError(f"bench groundtruth: no finished unit under {out} for these "
+                          "settings; run the benchmark first")
     results = analyse(cfg, measured.manifest, measured.passages, measured.outcomes)
     (out / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n",
                                       encoding="utf-8")

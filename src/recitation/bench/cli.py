@@ -49,6 +49,8 @@ def add_bench_parser(sub: Any) -> None:
     g.add_argument("--seed", type=int, default=None)
     g.add_argument("--out", type=Path, default=None,
                    help="output directory (default: bench/groundtruth-<organism>)")
+    g.add_argument("--analyse-only", action="store_true", help="analyse the units already "
+                   "finished under --out (a benchmark stopped early); run nothing")
     g.add_argument("--json", action="store_true", help="print the results as JSON")
     g.set_defaults(func=cmd_groundtruth)
 
@@ -95,9 +97,11 @@ def cmd_groundtruth(args: argparse.Namespace) -> int:
     from recitation.runs.console import console, err_console
 
     cfg = make_bench_config(args)
-    ensure_organism(cfg.organism)
+    if not args.analyse_only:
+        ensure_organism(cfg.organism)
     out = args.out or Path("bench") / f"groundtruth-{cfg.organism}"
-    results = benchmark(cfg, out, progress=lambda msg: err_console.print(f"[dim]{msg}[/dim]"))
+    results = benchmark(cfg, out, progress=lambda msg: err_console.print(f"[dim]{msg}[/dim]"),
+                        run=not args.analyse_only)
     md = markdown(results)
     (out / "results.md").write_text(md, encoding="utf-8")
     if args.json:

@@ -178,8 +178,9 @@ async def run_unit(job: str, params: dict[str, Any], model: str, seed: int, runs
 
 def measure_unit(epoch: int, unit: str, cfg: GroundTruthConfig, files: dict[str, Path],
                  checkpoints: dict[int, Path], model_ids: dict[int, dict[str, Any]],
-                 passage_tokens: int, out: Path) -> UnitOutcome:
-    """Run ``unit`` on checkpoint ``epoch`` unless its saved outcome has the same key."""
+                 passage_tokens: int, out: Path, *, run: bool = True) -> UnitOutcome | None:
+    """Run ``unit`` on checkpoint ``epoch`` unless its saved outcome has the same key
+    (``run=False``: the saved outcome or None)."""
     job, params = unit_params(unit, cfg, files, epoch, checkpoints, passage_tokens)
     key = unit_key(job, _portable(params, out), cfg.seed,
                    model_ids[epoch] | {"batch_size": cfg.batch_size,
@@ -190,6 +191,8 @@ def measure_unit(epoch: int, unit: str, cfg: GroundTruthConfig, files: dict[str,
         doc = json.loads(saved.read_text(encoding="utf-8"))
         if doc.get("key") == key and doc.get("status") == "completed":
             return UnitOutcome(**doc)
+    if not run:
+        return None
     cpu0, wall0 = time.process_time(), time.perf_counter()
     calls, records, run_dir, status = asyncio.run(
         run_unit(job, params, f"organism:{cfg.organism}:epoch{epoch}", cfg.seed,
@@ -232,10 +235,10 @@ class Measured:
     outcomes: list[UnitOutcome]
 
 
-def run_units(cfg: GroundTruthConfig, out: Path, *,
-              progress: Progress | None = None) -> Measured:
+def run_units(cfg: GroundTruthConfig, out: Path, *, progress: Progress | None = None,
+              run: bool = True) -> Measured:
     """Run every unit on every chosen checkpoint of the built organism ``cfg.organism``
-    (saved units with the same key are reused)."""
+    (saved units with the same key are reused; ``run=False``: only those, nothing runs)."""
     from recitation.organism.data import load_split
     from recitation.organism.paths import SPLIT, organism_checkpoint, organism_dir, read_manifest
 
@@ -258,9 +261,11 @@ def run_units(cfg: GroundTruthConfig, out: Path, *,
     order = sorted(cfg.units, key=lambda u: (u in GENERATING, UNITS.index(u)))
     for unit in order:
         for epoch in epochs:
-            if progress:
+            if progress and run:
                 progress(f"epoch {epoch}: {unit}")
-            outcomes.append(measure_unit(epoch, unit, cfg, files, checkpoints, ids, tokens,
-                                         out))
+            found = measure_unit(epoch, unit, cfg, files, checkpoints, ids, tokens, out,
+                                 run=run)
+            if found is not None:
+                outcomes.append(found)
     outcomes.sort(key=lambda o: (o.epoch, UNITS.index(o.unit)))
     return Measured(manifest, passages, outcomes)
