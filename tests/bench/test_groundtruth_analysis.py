@@ -150,4 +150,4 @@ def test_analyse_and_markdown_end_to_end() -> None:
     assert {r["dose"] for r in res["length_baseline"]} == {"all", "1", "16"}
     md = markdown(res)
     assert "| `loss` | 1 | 1.00 [1.00, 1.00] |" in md
-    assert "| whitebox | 1 | 80 | 0 | 2 | 3 |" in md
+    assert "| whitebox | 1 | 1 | 80 | 0 | 2 | 3 |" in md

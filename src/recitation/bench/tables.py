@@ -66,16 +66,16 @@ def overlap_table(results: dict[str, Any]) -> list[str]:
 
 def cost_table(results: dict[str, Any]) -> list[str]:
     agg: dict[str, list[float]] = {}
-    for r in results["costs"]:
-        a = agg.setdefault(r["unit"], [0, 0, 0, 0.0, 0.0])
+    for r in results["costs"]:  # the mean over the checkpoints each unit ran on
+        a = agg.setdefault(r["unit"], [0, 0, 0, 0.0, 0.0, 0])
         for i, k in enumerate(("calls", "input_tokens", "output_tokens", "cpu_seconds",
                                "wall_seconds")):
             a[i] += r[k]
-    n_epochs = len({r["epoch"] for r in results["costs"]}) or 1
-    rows = [[u, f"{a[0] / n_epochs:.0f}", f"{a[1] / n_epochs:.0f}", f"{a[2] / n_epochs:.0f}",
-             f"{a[3] / n_epochs:.0f}", f"{a[4] / n_epochs:.0f}"] for u, a in agg.items()]
-    return _table(["unit", "calls / checkpoint", "input tokens", "output tokens",
-                   "CPU s", "wall s"], rows)
+        a[5] += 1
+    rows = [[u, str(int(a[5]))] + [f"{a[i] / a[5]:.0f}" for i in range(5)]
+            for u, a in agg.items()]
+    return _table(["unit", "checkpoints", "calls / checkpoint", "input tokens",
+                   "output tokens", "CPU s", "wall s"], rows)
 
 
 def markdown(results: dict[str, Any], methods: Sequence[str] | None = None) -> str:
