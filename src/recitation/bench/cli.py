@@ -60,6 +60,7 @@ def make_bench_config(args: argparse.Namespace) -> Any:
 
     from recitation.bench.groundtruth import QUICK, GroundTruthConfig
     from recitation.errors import ConfigError
+    from recitation.runs.config import format_validation_error
 
     base = QUICK if args.quick else GroundTruthConfig()
     fields = {"organism": args.organism, "units": tuple(args.units) if args.units else None,
@@ -72,8 +73,7 @@ def make_bench_config(args: argparse.Namespace) -> Any:
         return GroundTruthConfig(**(base.model_dump() | {k: v for k, v in fields.items()
                                                         if v is not None}))
     except ValidationError as exc:
-        raise ConfigError("bench groundtruth: " + "; ".join(
-            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
+        raise ConfigError(f"bench groundtruth: {format_validation_error(exc)}") from None
 
 
 def ensure_organism(name: str) -> None:
