@@ -151,3 +151,65 @@ def test_analyse_and_markdown_end_to_end() -> None:
     md = markdown(res)
     assert "| `loss` | 1 | 1.00 [1.00, 1.00] |" in md
     assert "| whitebox | 1 | 1 | 80 | 0 | 2 | 3 |" in md
+
+
+def _event(pid: str, dsp: str, refined: list[str], *, passed: bool) -> dict[str, object]:
+    agent: dict[str, str] = {"simple_agent_extraction": dsp}
+    agent |= {f"simple_agent_extraction_refined_{i}": t for i, t in enumerate(refined)}
+    ledger = {"dsp": {"prompts": 1, "input_tokens": 10, "output_tokens": 5},
+              "feedback": {"prompts": 2, "input_tokens": 40, "output_tokens": 8},
+              "refine": {"prompts": 2, "input_tokens": 30, "output_tokens": 6}}
+    return {"item_id": f"chapter-{pid}", "kind": "chapter", "chapter_id": pid,
+            "summary_cost": {"summary": {"prompts": 1, "input_tokens": 50, "output_tokens": 20}},
+            "gold_events": [], "events": [{
+                "event_id": f"{pid}-e0", "chapter_title": pid,
+                "llm_completions": {"Agent_Extraction": agent}, "filter": {"passed": passed},
+                "cost": ledger, "refusals": {}, "leak": {"summary": None, "hints": []}}]}
+
+
+def test_extract_rows_per_method_and_filter_savings() -> None:
+    from recitation.bench.extraction import extract_errors, extract_rows, method_cost_rows
+
+    long = " ".join(f"w{i}" for i in range(60))
+    passages = {"m3": _p("m3", 16, long), "m4": _p("m4", 16, long), "n1": _p("n1", 0, long)}
+    half = " ".join(long.split()[:45])
+    recs = [
+        # DSP gets 45 words (a 40-token passage, not the whole); feedback completes it, but
+        # the filter keeps only refined_0 for m4 (below threshold)
+        _event("m3", half, [half, long], passed=True),
+        _event("m4", half, [half, "Oh w0 w1 " + long + " more"], passed=False),
+    ]  # n1: no record (a failed item) -> counts as nothing extracted
+    outcome = UnitOutcome(3, "extract", "k", "completed", recs, {}, 0, 0, "")
+    rows = {(r["method"], r["group"]): r for r in extract_rows(
+        outcome, passages, ("dsp", "recap", "recap_filter"))}
+    assert (rows["dsp", "dose16"]["exact"], rows["dsp", "dose16"]["passages40"]) == (0, 2)
+    assert rows["recap", "dose16"]["exact"] == 2  # the last refinement, normalized containment
+    assert rows["recap_filter", "dose16"]["exact"] == 1  # m4's feedback dropped by the filter
+    assert rows["dsp", "dose16"]["mean_rouge_l"] == pytest.approx(45 / 60)
+    assert rows["recap", "dose16"]["mean_rouge_l"] == pytest.approx(1.0)
+    assert {"n": 1, "exact": 0, "passages40": 0}.items() <= rows["recap", "nonmember"].items()
+    assert extract_errors(outcome, passages) == [
+        "no extraction for passage n1 (counted as nothing extracted)"]
+    cost = {r["method"]: r for r in method_cost_rows(outcome)}
+    # summaries (2 x 1) + DSP (2 x 1) for DSP; + feedback and refine (2 x 4) for RECAP;
+    # the filter skips m4's feedback and refine (4 calls)
+    assert (cost["dsp"]["prompts"], cost["recap"]["prompts"],
+            cost["recap_filter"]["prompts"]) == (4, 12, 8)
+
+
+def test_extract_unit_params_need_a_helper(tmp_path: Path) -> None:
+    from recitation.bench.groundtruth import unit_epochs
+
+    files = {"book": tmp_path / "book.json"}
+    cfg = QUICK.model_copy(update={"helper": "smollm2"})
+    job, params = unit_params("extract", cfg, files, 2, {}, 64)
+    assert job == "extract" and params["segment"] and params["helper"]["model"] == "smollm2"
+    assert {"min_events": 1, "max_events": 1}.items() <= params["summary"].items()
+    assert params["recap"]["max_new_tokens"] == 96 and params["methods"] == [
+        "dsp", "recap", "recap_filter"]
+    assert unit_epochs("extract", cfg, [0, 1, 2]) == [0, 2]
+    assert unit_epochs("extract", cfg.model_copy(update={"extract_epochs": (1,)}),
+                       [0, 1, 2]) == [1]
+    assert unit_epochs("prefix", cfg, [0, 1, 2]) == [0, 1, 2]
+    with pytest.raises(ValueError, match="unknown extract method"):
+        GroundTruthConfig(extract_methods=("prefix",))

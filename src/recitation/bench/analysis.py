@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from recitation.bench.extraction import extract_errors, extract_rows, method_cost_rows
 from recitation.bench.groundtruth import (
     GroundTruthConfig,
     Progress,
@@ -117,24 +118,28 @@ def prefix_scores(outcome: UnitOutcome) -> dict[str, dict[str, float]]:
 
 def extraction_rows(outcome: UnitOutcome, passages: dict[str, Passage]) -> list[dict[str, Any]]:
     """Exact and 40-token extraction shares per group (dose groups and non-members)."""
-    per: dict[str, list[tuple[bool, bool, int, float]]] = {}
+    per: dict[str, list[tuple[bool, bool, float]]] = {}
+    lcp: dict[str, list[int]] = {}
     for r in outcome.records:
         whole = r["lcp_words"] >= r["target_words"]
         has40 = verbatim_passages(r["target"], r["continuation"]).passage_count > 0
-        row = (whole, has40, int(r["lcp_words"]), float(r["rouge_l_f1"]))
-        per.setdefault(group_of(passages[r["item_id"]]), []).append(row)
-    out = []
-    for group in sorted(per, key=_group_order):
-        rows = per[group]
-        n = len(rows)
-        exact, forty = sum(int(x[0]) for x in rows), sum(int(x[1]) for x in rows)
-        out.append({"epoch": outcome.epoch, "group": group, "n": n, "exact": exact,
-                    "exact_share": exact / n, "exact_ci": list(clopper_pearson(exact, n)),
-                    "passages40": forty, "passages40_share": forty / n,
-                    "passages40_ci": list(clopper_pearson(forty, n)),
-                    "mean_lcp_words": sum(x[2] for x in rows) / n,
-                    "mean_rouge_l": sum(x[3] for x in rows) / n})
-    return out
+        group = group_of(passages[r["item_id"]])
+        per.setdefault(group, []).append((whole, has40, float(r["rouge_l_f1"])))
+        lcp.setdefault(group, []).append(int(r["lcp_words"]))
+    return [{"epoch": outcome.epoch} | share_row(g, per[g])
+            | {"mean_lcp_words": sum(lcp[g]) / len(lcp[g])}
+            for g in sorted(per, key=_group_order)]
+
+
+def share_row(group: str, rows: Sequence[tuple[bool, bool, float]]) -> dict[str, Any]:
+    """(whole text reproduced, >= 1 40-token passage, ROUGE-L) per passage -> shares with
+    Clopper-Pearson intervals and the mean ROUGE-L."""
+    n = len(rows)
+    exact, forty = sum(int(x[0]) for x in rows), sum(int(x[1]) for x in rows)
+    return {"group": group, "n": n, "exact": exact, "exact_share": exact / n,
+            "exact_ci": list(clopper_pearson(exact, n)), "passages40": forty,
+            "passages40_share": forty / n, "passages40_ci": list(clopper_pearson(forty, n)),
+            "mean_rouge_l": sum(x[2] for x in rows) / n}
 
 
 def _group_order(group: str) -> tuple[int, int]:
@@ -179,7 +184,14 @@ def analyse(cfg: GroundTruthConfig, manifest: dict[str, Any], passages: Sequence
     extraction: list[dict[str, Any]] = []
     per_epoch: dict[int, dict[str, dict[str, float]]] = {}
     errors: list[str] = []
+    agentic: list[dict[str, Any]] = []
+    agentic_costs: list[dict[str, Any]] = []
     for o in outcomes:
+        if o.unit == "extract":
+            agentic += extract_rows(o, by_id, cfg.extract_methods)
+            agentic_costs += method_cost_rows(o)
+            errors += [f"epoch {o.epoch} extract: {e}" for e in extract_errors(o, by_id)]
+            continue
         scores = prefix_scores(o) if o.unit == "prefix" else detector_scores(o)
         if o.unit == "prefix":
             extraction += extraction_rows(o, by_id)
@@ -199,7 +211,8 @@ def analyse(cfg: GroundTruthConfig, manifest: dict[str, Any], passages: Sequence
             "config": cfg.model_dump(mode="json"),
             "detection": detection, "length_baseline": length_rows(passages,
                                                                    cfg.n_bootstrap, cfg.seed),
-            "extraction": extraction, "overlap": overlap,
+            "extraction": extraction, "agentic": agentic, "agentic_costs": agentic_costs,
+            "overlap": overlap,
             "costs": [cost_row(o) for o in outcomes], "errors": sorted(set(errors)),
             "plots": plot_data(detection, extraction)}
 

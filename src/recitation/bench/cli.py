@@ -12,6 +12,7 @@ EXAMPLES = """examples:
   recitation bench groundtruth                   # the default organism (docs/benchmarks.md)
   recitation bench groundtruth --epochs 0 3 --units whitebox prefix
   recitation bench groundtruth --organism books  # an organism built with --name books
+  recitation bench groundtruth --quick --helper smollm2   # + DSP / RECAP (+ filter)
 
 Presets (default, quick) are built first when missing or out of date; results go to
 OUT/results.json and OUT/results.md, one run per unit and checkpoint under OUT/runs, and
@@ -39,9 +40,16 @@ def add_bench_parser(sub: Any) -> None:
                    help="checkpoints to measure (default: all)")
     g.add_argument("--units", nargs="+", choices=UNITS, default=None)
     g.add_argument("--pearl-outputs", type=int, default=None, metavar="N",
-                   help="PEARL outputs per input and intensity (default 3; quick 1; the "
-                   "papers use 10)")
+                   help="PEARL outputs per input and intensity (default 1; the papers use "
+                   "10)")
     g.add_argument("--pearl-max-intensity", type=int, default=None, metavar="K")
+    g.add_argument("--helper", default=None, metavar="SPEC",
+                   help="RECAP's helper model (summaries, hints, judge): adds the extract "
+                   "unit (DSP, RECAP, RECAP + filter); e.g. smollm2 or openai:MODEL@URL")
+    g.add_argument("--extract-epochs", type=int, nargs="+", default=None, metavar="E",
+                   help="checkpoints of the extract unit (default: the first and the last)")
+    g.add_argument("--extract-rounds", type=int, default=None, metavar="N",
+                   help="RECAP feedback rounds at most (default 5, the paper's)")
     g.add_argument("--no-reference", action="store_true",
                    help="skip the reference-model score (base model as reference)")
     g.add_argument("--bootstrap", type=int, default=None, metavar="N",
@@ -68,6 +76,8 @@ def make_bench_config(args: argparse.Namespace) -> Any:
               "pearl_outputs": args.pearl_outputs,
               "pearl_max_intensity": args.pearl_max_intensity,
               "reference": False if args.no_reference else None,
+              "helper": args.helper, "extract_rounds": args.extract_rounds,
+              "extract_epochs": tuple(args.extract_epochs) if args.extract_epochs else None,
               "n_bootstrap": args.bootstrap, "seed": args.seed}
     try:
         return GroundTruthConfig(**(base.model_dump() | {k: v for k, v in fields.items()

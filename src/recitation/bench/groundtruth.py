@@ -41,8 +41,8 @@ from recitation.organism.data import Passage
 
 log = logging.getLogger(__name__)
 
-UNITS: tuple[str, ...] = ("whitebox", "recall", "dcpdd", "pearl", "prefix")
-GENERATING = frozenset({"prefix", "pearl"})
+UNITS: tuple[str, ...] = ("whitebox", "recall", "dcpdd", "pearl", "prefix", "extract")
+GENERATING = frozenset({"prefix", "pearl", "extract"})
 FORMAT = 1
 """Bumped whenever a unit's runs change for the same settings (invalidates saved units)."""
 
@@ -59,7 +59,9 @@ class GroundTruthConfig(BaseModel):
     epochs: tuple[int, ...] | None = None  # None: every checkpoint
     units: tuple[str, ...] = UNITS
     perturbations: tuple[str, ...] = ("bitflip", "synonym")
-    pearl_outputs: int = Field(3, ge=1)  # the papers: 10 (cost: see docs/benchmarks.md)
+    pearl_outputs: int = Field(1, ge=1)  # the papers: 10; ~570 s per output per checkpoint on
+    # 2 CPU cores at 48 passages (docs/benchmarks.md), so one output by default
+    pearl_epochs: tuple[int, ...] | None = None  # None: every checkpoint measured
     pearl_max_intensity: int = Field(5, ge=1)
     pearl_temperature: float = Field(0.3, ge=0)
     reference: bool = True  # whitebox "reference" score with the base model (epoch >= 1)
@@ -67,6 +69,14 @@ class GroundTruthConfig(BaseModel):
     n_bootstrap: int = Field(1000, ge=0)
     batch_size: int = Field(16, ge=1)  # requests per batched model call (local backend)
     seed: int = 0
+    # the extract unit (DSP, RECAP, RECAP + filter): runs only when a helper is given
+    helper: str | None = None  # model spec of RECAP's helper (summaries, hints, judge)
+    extract_methods: tuple[str, ...] = ("dsp", "recap", "recap_filter")
+    extract_epochs: tuple[int, ...] | None = None  # None: the first and the last checkpoint
+    extract_rounds: int = Field(5, ge=0)  # feedback rounds at most (the paper's 5)
+    helper_max_tokens: int = Field(256, ge=16)  # summary and hint replies (CPU budget)
+    summary_attempts: int = Field(1, ge=1)  # the summary agent's asks (released: 3)
+    filter_epochs: int = Field(20, ge=1)  # the filter's parrot training, epoch-bounded
 
     @field_validator("units")
     @classmethod
@@ -76,9 +86,21 @@ class GroundTruthConfig(BaseModel):
             raise ValueError(f"unknown unit(s) {bad}; choose from {list(UNITS)}")
         return v
 
+    @field_validator("extract_methods")
+    @classmethod
+    def _methods(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        from recitation.bench.extraction import EXTRACT_METHODS
+
+        bad = [m for m in v if m not in EXTRACT_METHODS]
+        if bad or not v:
+            raise ValueError(f"unknown extract method(s) {bad}; choose from "
+                             f"{list(EXTRACT_METHODS)}")
+        return v
+
 
 QUICK = GroundTruthConfig(organism="quick", pearl_outputs=1, pearl_max_intensity=3,
-                          n_bootstrap=200)
+                          pearl_epochs=(2,), n_bootstrap=200)
+"""CI-sized: PEARL (the costliest unit) on the last checkpoint of the quick organism only."""
 
 
 @dataclass
@@ -110,6 +132,9 @@ def sample_files(passages: Sequence[Passage], out: Path) -> dict[str, Path]:
                                    [{"id": p.id, "text": p.text} for p in ps])
     files["passages"] = _write_jsonl(data / "passages.jsonl", [
         {"id": p.id, "text": p.text, "group": group_of(p)} for p in passages])
+    from recitation.bench.extraction import write_book
+
+    files["book"] = write_book(passages, data / "book.json")
     return files
 
 
@@ -128,6 +153,10 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 def unit_params(unit: str, cfg: GroundTruthConfig, files: dict[str, Path], epoch: int,
                 checkpoints: dict[int, Path], passage_tokens: int) -> tuple[str, dict[str, Any]]:
     """(job name, job params) of ``unit`` on checkpoint ``epoch``."""
+    if unit == "extract":
+        from recitation.bench.extraction import extract_params
+
+        return "extract", extract_params(cfg, files["book"], passage_tokens)
     if unit == "prefix":
         return "prefix_probe", {
             "source": "jsonl", "path": str(files["passages"]), "group_field": "group",
@@ -185,7 +214,8 @@ def measure_unit(epoch: int, unit: str, cfg: GroundTruthConfig, files: dict[str,
     key = unit_key(job, _portable(params, out), cfg.seed,
                    model_ids[epoch] | {"batch_size": cfg.batch_size,
                                        "reference": model_ids.get(0) if "reference_model"
-                                       in params else None})
+                                       in params else None}
+                   | ({"helper": params["helper"]} if "helper" in params else {}))
     saved = out / "units" / f"epoch{epoch}-{unit}.json"
     if saved.exists():
         doc = json.loads(saved.read_text(encoding="utf-8"))
@@ -219,6 +249,18 @@ def _portable(params: dict[str, Any], out: Path) -> dict[str, Any]:
 
 
 # -- the whole benchmark ---------------------------------------------------------------------
+def unit_epochs(unit: str, cfg: GroundTruthConfig, epochs: list[int]) -> list[int]:
+    """The checkpoints ``unit`` runs on (pearl: ``pearl_epochs`` if set; extract:
+    ``extract_epochs``, by default the first and the last of ``epochs``)."""
+    if unit == "pearl" and cfg.pearl_epochs is not None:
+        return [e for e in epochs if e in cfg.pearl_epochs]
+    if unit != "extract":
+        return epochs
+    if cfg.extract_epochs is not None:
+        return [e for e in epochs if e in cfg.extract_epochs]
+    return sorted({epochs[0], epochs[-1]}) if epochs else []
+
+
 def checkpoint_ids(manifest: dict[str, Any]) -> dict[int, dict[str, Any]]:
     """Per epoch: what the checkpoint is (organism fingerprint, epoch, weight hashes)."""
     return {int(e["epoch"]): {"organism": manifest.get("fingerprint"), "epoch": e["epoch"],
@@ -260,7 +302,11 @@ def run_units(cfg: GroundTruthConfig, out: Path, *, progress: Progress | None = 
     # a benchmark stopped early has every score of every checkpoint
     order = sorted(cfg.units, key=lambda u: (u in GENERATING, UNITS.index(u)))
     for unit in order:
-        for epoch in epochs:
+        if unit == "extract" and cfg.helper is None:
+            if progress and run:
+                progress("extract: skipped (RECAP needs a helper model: --helper SPEC)")
+            continue
+        for epoch in unit_epochs(unit, cfg, epochs):
             if progress and run:
                 progress(f"epoch {epoch}: {unit}")
             found = measure_unit(epoch, unit, cfg, files, checkpoints, ids, tokens, out,

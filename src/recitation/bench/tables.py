@@ -57,6 +57,22 @@ def extraction_table(results: dict[str, Any]) -> list[str]:
                    ">= 1 40-token passage", "mean LCP words", "mean ROUGE-L F1"], rows)
 
 
+def agentic_table(results: dict[str, Any]) -> list[str]:
+    cost = {(c["epoch"], c["method"]): c for c in results.get("agentic_costs", [])}
+    rows = []
+    for r in results.get("agentic", []):
+        c = cost.get((r["epoch"], r["method"]), {})
+        rows.append([str(r["epoch"]), r["method"], r["group"], str(r["n"]),
+                     f"{r['exact']}/{r['n']} " + _ci(r["exact_share"], r["exact_ci"]),
+                     f"{r['passages40']}/{r['n']} "
+                     + _ci(r["passages40_share"], r["passages40_ci"]),
+                     f"{r['mean_rouge_l']:.2f}", str(c.get("prompts", "-")),
+                     str(c.get("input_tokens", 0) + c.get("output_tokens", 0)) if c else "-"])
+    return _table(["epoch", "method", "group", "n", "whole passage [95% CI]",
+                   ">= 1 40-token passage [95% CI]", "mean ROUGE-L recall",
+                   "calls (all passages)", "tokens (all passages)"], rows)
+
+
 def overlap_table(results: dict[str, Any]) -> list[str]:
     rows = [[str(r["epoch"]), r["group"], str(r["n"]), f"{r['memo_pct']:.0f}",
              f"{r['mia_pct']:.0f}", f"{r['both_pct']:.0f}"] for r in results["overlap"]]
@@ -88,6 +104,10 @@ def markdown(results: dict[str, Any], methods: Sequence[str] | None = None) -> s
     lines += ["", "**Length-only baseline:**", ""] + length_table(results)
     lines += ["", "**Extraction by prefix probing** (greedy, first half given):", ""]
     lines += extraction_table(results)
+    if results.get("agentic"):
+        lines += ["", "**Agentic extraction** (DSP, RECAP, RECAP + filter; helper "
+                  f"`{results['config'].get('helper')}`):", ""]
+        lines += agentic_table(results)
     if results["overlap"]:
         lines += ["", "**PEARL vs perplexity membership** (pearl-v2 table 4):", ""]
         lines += overlap_table(results)
