@@ -2,8 +2,10 @@
 
 Loaders: :func:`load_text`, :func:`load_gutenberg` (plain text), :func:`load_echotrace`
 (RECAP summary / extraction JSON), :func:`load_pdnc_novel` (PDNC), :func:`load_jsonl`
-(JSONL corpora), :func:`load_latex` (arXiv sources). Chunking: :func:`chunk_text`,
-:func:`chunk_book`. Submodules are imported lazily by these names.
+(JSONL corpora), :func:`load_latex` (arXiv sources); :func:`load_book` picks one by path
+and checks the result (empty, binary, non-UTF-8, oversized files are refused in
+:mod:`recitation.corpus.files`, the one place input files are checked). Chunking:
+:func:`chunk_text`, :func:`chunk_book`. Submodules are imported lazily by these names.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ _LAZY = {
     "chunk_text": "chunking",
     "chunk_book": "chunking",
     "word_tokenize": "tokenize",
+    "load_book": "books",
+    "read_text_file": "files",
 }
 
 __all__ = ["Book", "Chapter", "Event", "Passage", *_LAZY]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from recitation.corpus.files import read_text_file
 from recitation.corpus.model import Book, Chapter, Event, chapter_id, event_id, slugify
 from recitation.errors import CorpusError
 
@@ -110,12 +111,11 @@ def parse_echotrace(data: Any, *, source: str = "<memory>") -> Book:
 def load_echotrace(path: str | Path) -> Book:
     """Read an EchoTrace summary or extraction JSON file; raises :class:`CorpusError`."""
     p = Path(path)
+    text = read_text_file(p, what="EchoTrace file")
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise CorpusError(f"EchoTrace file not found: {p}") from exc
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CorpusError(f"cannot read EchoTrace JSON {p}: {exc}") from exc
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise CorpusError(f"cannot read EchoTrace JSON {p}: {exc}") from None
     return parse_echotrace(data, source=str(p))
 
 

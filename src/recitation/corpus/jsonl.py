@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from recitation.corpus.files import decode_text
 from recitation.corpus.model import Book, Chapter, chapter_id, slugify
 from recitation.errors import CorpusError
 
@@ -29,10 +31,45 @@ class Document:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-def _open(path: Path) -> IO[str]:
+def _open(path: Path) -> gzip.GzipFile | IO[bytes]:
     if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open(encoding="utf-8")
+        return gzip.open(path, "rb")
+    return path.open("rb")
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of each line; binary data or bad UTF-8 raises CorpusError
+    naming the line and the byte offset in the (decompressed) file."""
+    offset = 0
+    try:
+        with _open(path) as fh:
+            for lineno, raw in enumerate(fh, 1):
+                text = decode_text(raw, f"{path}:{lineno}", what="JSONL line",
+                                   allow_empty=True, offset=offset)
+                offset += len(raw)
+                yield lineno, text
+    except (OSError, EOFError, zlib.error) as e:
+        raise CorpusError(f"cannot read {path}: {e}") from None
+
+
+def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for each non-blank line of a JSONL file (``.gz`` too): the
+    one JSONL reader of the toolkit. A missing file, binary data, bad UTF-8 (byte offset
+    named), a line that is not JSON or not an object raise :class:`CorpusError`."""
+    p = Path(path)
+    if not p.is_file():
+        raise CorpusError(f"JSONL file not found: {p}")
+    for lineno, line in _lines(p):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+            raise CorpusError(f"{p}:{lineno}: not valid JSON ({msg})") from None
+        if not isinstance(rec, dict):
+            raise CorpusError(f"{p}:{lineno}: expected a JSON object")
+        yield lineno, rec
 
 
 def iter_jsonl(
@@ -40,25 +77,14 @@ def iter_jsonl(
 ) -> Iterator[Document]:
     """Documents of a JSONL file, lazily, in file order."""
     p = Path(path)
-    if not p.is_file():
-        raise CorpusError(f"JSONL file not found: {p}")
-    with _open(p) as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise CorpusError(f"{p}:{lineno}: not valid JSON ({exc.msg})") from exc
-            if not isinstance(rec, dict):
-                raise CorpusError(f"{p}:{lineno}: expected a JSON object")
-            text = rec.get(text_field)
-            if not isinstance(text, str):
-                raise CorpusError(f"{p}:{lineno}: missing string field {text_field!r}")
-            raw_id = rec.get(id_field) if id_field else None
-            doc_id = str(raw_id) if raw_id is not None else f"{p.stem}:{lineno}"
-            meta = {k: v for k, v in rec.items() if k not in (text_field, id_field)}
-            yield Document(doc_id, text, meta)
+    for lineno, rec in iter_records(p):
+        text = rec.get(text_field)
+        if not isinstance(text, str):
+            raise CorpusError(f"{p}:{lineno}: missing string field {text_field!r}")
+        raw_id = rec.get(id_field) if id_field else None
+        doc_id = str(raw_id) if raw_id is not None else f"{p.stem}:{lineno}"
+        meta = {k: v for k, v in rec.items() if k not in (text_field, id_field)}
+        yield Document(doc_id, text, meta)
 
 
 def load_jsonl(

@@ -26,6 +26,7 @@ import logging
 import re
 from pathlib import Path
 
+from recitation.corpus.files import read_text_file
 from recitation.corpus.model import Book, make_chapters, slugify
 from recitation.errors import CorpusError
 
@@ -45,6 +46,7 @@ _ABSTRACT = re.compile(r"\\begin\{abstract\}(.*?)\\end\{abstract\}", re.DOTALL)
 _NEWCOMMAND = re.compile(r"\\(?:re)?newcommand\*?|\\providecommand\*?")
 _DEF = re.compile(r"\\def\s*(\\[A-Za-z@]+)((?:#\d)*)\s*\{")
 _MAX_EXPANSION_ROUNDS = 20
+_MAX_GROWTH = 16  # expanded macros may make the text at most this many times longer (+1 MB)
 
 
 def strip_comments(tex: str) -> str:
@@ -80,7 +82,7 @@ def find_main_file(root: Path) -> Path:
     """The main ``.tex`` file of a source tree (see the module docstring)."""
     candidates = []
     for p in sorted(root.rglob("*.tex")):
-        text = strip_comments(p.read_text(encoding="utf-8", errors="replace"))
+        text = strip_comments(read_text_file(p, what="LaTeX file", allow_empty=True))
         if _BEGIN_DOC.search(text):
             is_subfile = re.search(r"\\documentclass\s*(\[[^\]]*\])?\s*\{subfiles\}", text)
             if not is_subfile:
@@ -111,7 +113,7 @@ def inline_includes(path: Path, base: Path, stack: tuple[Path, ...] = ()) -> str
     if real in stack:
         chain = " -> ".join(p.name for p in (*stack, real))
         raise CorpusError(f"LaTeX inclusion cycle: {chain}")
-    text = strip_comments(path.read_text(encoding="utf-8", errors="replace"))
+    text = strip_comments(read_text_file(path, what="LaTeX file", allow_empty=True))
     if stack and _BEGIN_DOC.search(text):  # a subfile: keep only its document body
         body = _BEGIN_DOC.split(text, maxsplit=1)[1]
         text = _END_DOC.split(body, maxsplit=1)[0]
@@ -196,6 +198,7 @@ def expand_macros(tex: str, macros: dict[str, tuple[int, str]]) -> str:
         return tex
     names = sorted(macros, key=len, reverse=True)
     pattern = re.compile("(" + "|".join(re.escape(n) for n in names) + r")(?![A-Za-z@])")
+    limit = _MAX_GROWTH * len(tex) + 1_000_000
     for _ in range(_MAX_EXPANSION_ROUNDS):
         out, pos, changed = [], 0, False
         for m in pattern.finditer(tex):
@@ -215,6 +218,9 @@ def expand_macros(tex: str, macros: dict[str, tuple[int, str]]) -> str:
             pos, changed = i, True
         out.append(tex[pos:])
         tex = "".join(out)
+        if len(tex) > limit:
+            raise CorpusError(f"LaTeX macro expansion grows without bound (over {limit} "
+                              f"characters): a macro expands into several copies of itself")
         if not changed:
             break
     return tex

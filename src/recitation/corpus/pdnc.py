@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import ast
 import csv
+import io
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from recitation.corpus.files import decode_text, read_bytes, read_text_file
 from recitation.corpus.model import Book
 from recitation.corpus.text import load_text
 from recitation.errors import CorpusError
@@ -70,16 +72,36 @@ def _literal(raw: str, where: str) -> Any:
         return []
     try:
         return ast.literal_eval(raw)
-    except (ValueError, SyntaxError) as exc:
-        raise CorpusError(f"{where}: cannot parse {raw[:60]!r}: {exc}") from exc
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as exc:
+        raise CorpusError(f"{where}: cannot parse {raw[:60]!r}: {exc}") from None
+
+
+def _spans(raw: Any, where: str) -> list[tuple[int, int]]:
+    """``[[start, end], ...]`` character spans, or CorpusError naming the row."""
+    try:
+        spans = [(int(a), int(b)) for a, b in raw]
+    except (TypeError, ValueError) as exc:
+        raise CorpusError(f"{where}: quoteByteSpans should be a list of [start, end] pairs, "
+                          f"got {str(raw)[:60]!r}") from exc
+    if any(a < 0 or b < a for a, b in spans):
+        raise CorpusError(f"{where}: quoteByteSpans {spans[:4]} are not valid spans")
+    return spans
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
+    if not path.is_file():
+        raise CorpusError(f"PDNC file missing: {path}")
+    text = read_text_file(path, what="PDNC CSV file", allow_empty=True)
     try:
-        with path.open(encoding="utf-8", newline="") as fh:
-            return list(csv.DictReader(fh))
-    except FileNotFoundError as exc:
-        raise CorpusError(f"PDNC file missing: {path}") from exc
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
+        raise CorpusError(f"{path}: not a valid CSV file: {exc}") from None
+    # a short row leaves None (and a long one a None key holding a list): make both errors
+    for i, row in enumerate(rows):
+        if None in row or any(v is None for v in row.values()):
+            raise CorpusError(f"{path.name} row {i + 2}: {len(row)} columns expected, the "
+                              f"row has a different number")
+    return rows
 
 
 def load_characters(path: Path) -> tuple[PdncCharacter, ...]:
@@ -115,7 +137,7 @@ def load_quotations(path: Path, text: str, *, strict: bool = False) -> tuple[Quo
     for i, row in enumerate(_rows(path)):
         where = f"{path.name} row {i + 2}"
         raw_spans = _literal(row.get("quoteByteSpans", ""), where)
-        spans = [(int(a), int(b)) for a, b in raw_spans]
+        spans = _spans(raw_spans, where)
         quote = row.get("quoteText", "")
         if not _spans_ok(text, spans, quote):
             msg = f"{where}: spans {spans} do not reproduce quotation {quote[:40]!r}"
@@ -124,6 +146,8 @@ def load_quotations(path: Path, text: str, *, strict: bool = False) -> tuple[Quo
             logger.warning(msg)
             continue
         addressees = _literal(row.get("addressees", ""), where)
+        if not isinstance(addressees, (set, list, tuple)):
+            raise CorpusError(f"{where}: addressees should be a set or list literal")
         out.append(
             Quotation(
                 id=row.get("quoteID", str(i)),
@@ -142,10 +166,10 @@ def load_pdnc_novel(folder: str | Path, *, strict: bool = False) -> PdncNovel:
     """One PDNC novel folder (``novel_text.txt`` is read exactly, not normalized)."""
     d = Path(folder)
     text_path = d / "novel_text.txt"
-    try:
-        text = text_path.read_bytes().decode("utf-8")
-    except FileNotFoundError as exc:
-        raise CorpusError(f"PDNC novel text missing: {text_path}") from exc
+    if not text_path.is_file():
+        raise CorpusError(f"PDNC novel text missing: {text_path}")
+    text = decode_text(read_bytes(text_path, what="PDNC novel text"), text_path,
+                       what="PDNC novel text")
     book = load_text(text_path, title=d.name)
     return PdncNovel(
         folder=d.name,

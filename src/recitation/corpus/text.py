@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from recitation.corpus.files import BOOK_MAX_BYTES, read_text_file
 from recitation.corpus.model import Book, make_chapters, slugify
 from recitation.errors import CorpusError
 
@@ -88,33 +89,24 @@ def split_chapters(
     return [(t, b) for t, b in out if b]
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError as exc:
-        raise CorpusError(f"text file not found: {path}") from exc
-    except UnicodeDecodeError:
-        return path.read_text(encoding="latin-1")
-    except OSError as exc:
-        raise CorpusError(f"cannot read {path}: {exc}") from exc
-
-
 def load_text(
-    path: str | Path, *, title: str | None = None, author: str = "", chapters: bool = True
+    path: str | Path, *, title: str | None = None, author: str = "", chapters: bool = True,
+    encoding: str = "utf-8", max_bytes: int | None = BOOK_MAX_BYTES,
 ) -> Book:
     """A plain-text book; chapters found by :func:`split_chapters` unless ``chapters=False``.
 
-    Files that are not UTF-8 are read as Latin-1.
+    Read by :func:`~recitation.corpus.files.read_text_file`: empty, binary and (unless
+    another ``encoding`` is named) non-UTF-8 files are refused, naming the byte offset.
     """
     p = Path(path)
-    text = _read(p).replace("\r\n", "\n")
+    text = read_text_file(p, encoding=encoding, max_bytes=max_bytes).replace("\r\n", "\n")
     return _book(text, title or p.stem, author, str(p), chapters, fmt="text")
 
 
 def load_gutenberg(path: str | Path, *, chapters: bool = True) -> Book:
     """A Project Gutenberg book: licence stripped, title/author from the header."""
     p = Path(path)
-    g = strip_gutenberg(_read(p))
+    g = strip_gutenberg(read_text_file(p, what="Project Gutenberg file"))
     if not g.body.strip():
         raise CorpusError(f"{p}: no text left after removing the Project Gutenberg licence")
     return _book(g.body, g.title or p.stem, g.author, str(p), chapters, fmt="gutenberg")

@@ -21,7 +21,6 @@ file with a ``text`` field per line).
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -96,16 +95,16 @@ def _file_docs(path: Path) -> Iterator[str]:
     if not path.is_file():
         raise ConfigError(f"dcpdd_corpus: no such file '{path}' (use 'kjv', a .txt or a "
                           ".jsonl file)")
+    from recitation.corpus.files import read_text_file
+    from recitation.corpus.jsonl import iter_records
+
     if path.suffix == ".jsonl":
-        with path.open(encoding="utf-8") as fh:
-            for i, line in enumerate(fh, 1):
-                if line.strip():
-                    rec = json.loads(line)
-                    if not isinstance(rec, dict) or not isinstance(rec.get("text"), str):
-                        raise ConfigError(f"{path}:{i}: a .jsonl corpus needs a 'text' field")
-                    yield rec["text"]
+        for i, rec in iter_records(path):
+            if not isinstance(rec.get("text"), str):
+                raise ConfigError(f"{path}:{i}: a .jsonl corpus needs a 'text' field")
+            yield rec["text"]
     else:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_file(path, what="reference corpus", max_bytes=None)
         yield from (p for p in text.split("\n\n") if p.strip())
 
 

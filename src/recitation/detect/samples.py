@@ -25,7 +25,7 @@ import gzip
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from recitation.errors import ConfigError, CorpusError
 
@@ -109,24 +109,21 @@ def _book(path: Path, label: Label, passage_words: int) -> list[Sample]:
 
 
 def _jsonl(path: Path, label: Label) -> list[Sample]:
-    if not path.exists():
-        raise CorpusError(f"no such file {path}")
+    from recitation.corpus.jsonl import iter_records
+
     out = []
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise CorpusError(f"{path}:{n}: not valid JSON ({e.msg})") from None
-            prompt, ref = rec.get("prompt"), rec.get("reference")
-            text = rec.get("text") or ((prompt or "") + (ref or ""))
-            if not text:
-                raise CorpusError(f"{path}:{n}: needs 'text' or 'prompt' + 'reference'")
-            task = rec.get("task", "code" if prompt and ref else "completion")
-            out.append(Sample(f"{path.stem}:{rec.get('id', n)}", str(text), label, path.stem,
-                              task, prompt, ref))
+    for n, rec in iter_records(path):  # each line checked by the corpus layer
+        prompt, ref, text = rec.get("prompt"), rec.get("reference"), rec.get("text")
+        if not all(isinstance(v, str | None) for v in (prompt, ref, text)):
+            raise CorpusError(f"{path}:{n}: 'text', 'prompt' and 'reference' must be strings")
+        text = text or ((prompt or "") + (ref or ""))
+        if not text:
+            raise CorpusError(f"{path}:{n}: needs 'text' or 'prompt' + 'reference'")
+        task = rec.get("task", "code" if prompt and ref else "completion")
+        if task not in get_args(TaskName):
+            raise CorpusError(f"{path}:{n}: 'task' must be one of {get_args(TaskName)}")
+        out.append(Sample(f"{path.stem}:{rec.get('id', n)}", str(text), label, path.stem,
+                          task, prompt, ref))
     return out
 
 

@@ -105,32 +105,14 @@ class ExtractParams(BaseModel):
     summary: SummaryConfig = SummaryConfig()
 
 
-_LOADERS = {"latex": ("recitation.corpus.latex", "load_latex"),
-            "text": ("recitation.corpus.text", "load_text"),
-            "gutenberg": ("recitation.corpus.text", "load_gutenberg")}
-
-
 def load_book(path: str, fmt: str = "auto") -> Book:
     """A book from an EchoTrace JSON file, a PDNC novel folder, an arXiv LaTeX source (file
-    or folder) or a plain-text / Project Gutenberg file (the corpus loaders)."""
-    p = Path(path)
-    if fmt == "auto":
-        if p.is_dir():
-            fmt = "pdnc" if (p / "novel_text.txt").exists() else "latex"
-        else:
-            fmt = {".json": "echotrace", ".tex": "latex"}.get(p.suffix.lower(), "text")
-    if fmt == "echotrace":
-        from recitation.corpus.echotrace import load_echotrace
+    or folder) or a plain-text / Project Gutenberg file: the corpus layer's checked loader
+    (:func:`recitation.corpus.books.load_book`; empty, binary, non-UTF-8 and oversized
+    files are refused there)."""
+    from recitation.corpus.books import load_book as load_checked
 
-        return load_echotrace(p)
-    if fmt == "pdnc":
-        from recitation.corpus.pdnc import load_pdnc_novel
-
-        return load_pdnc_novel(p).book
-    module, fn = _LOADERS[fmt]
-    loader = getattr(__import__(module, fromlist=[fn]), fn)
-    book: Book = loader(p)
-    return book
+    return load_checked(path, fmt)
 
 
 def _select(book: Book, p: ExtractParams) -> list[Chapter]:

@@ -45,7 +45,7 @@ def parse_prompt_lines(reply: str, n: int) -> list[str]:
         if line.startswith("{"):
             try:
                 text = str(json.loads(line).get("prompt", ""))
-            except (json.JSONDecodeError, AttributeError):
+            except (json.JSONDecodeError, AttributeError, RecursionError):
                 text = line
         text = re.sub(r"^\s*(?:\d+[.)]|[-*])\s*", "", text).strip().strip('"')
         if text and text not in out:

@@ -118,6 +118,9 @@ def extract_json(reply: str) -> Any:
                     value = decoder.raw_decode(text[i:])[0]
                 except json.JSONDecodeError:
                     continue
+                except RecursionError:  # e.g. a reply of 100k "[": refused, not a crash
+                    raise SummaryProblem("the answer's JSON is nested too deeply to "
+                                         "read") from None
                 if _opens_before(text, i):
                     break  # an inner value of a broken outer one
                 return value

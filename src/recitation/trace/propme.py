@@ -92,7 +92,7 @@ def parse_prompts(text: str) -> list[str]:
     if m:
         try:
             value = json.loads(m.group(0))
-        except ValueError:
+        except (ValueError, RecursionError):  # bad or absurdly nested JSON: read as lines
             value = None
         if isinstance(value, list):
             got = [v.get("prompt") if isinstance(v, dict) else v for v in value]

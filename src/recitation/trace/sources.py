@@ -14,8 +14,6 @@ the corpus root, the 0-based line or section number).
 
 from __future__ import annotations
 
-import gzip
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,26 +30,17 @@ class SourceDoc:
     linenum: int = 0
 
 
-def _jsonl_lines(path: Path) -> Iterator[tuple[int, str]]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        yield from enumerate(fh)
-
-
 def iter_jsonl_docs(path: Path, rel: str, text_field: str = "text") -> Iterator[SourceDoc]:
-    """Documents of one JSONL file; a bad line is a CorpusError naming file and line."""
-    for i, line in _jsonl_lines(path):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise CorpusError(f"{path}:{i + 1}: not valid JSON ({e.msg})") from None
-        if not isinstance(rec, dict) or not isinstance(rec.get(text_field), str):
-            raise CorpusError(f"{path}:{i + 1}: expected a JSON object with a string "
+    """Documents of one JSONL file (read by :func:`recitation.corpus.jsonl.iter_records`);
+    a bad line is a CorpusError naming file and line."""
+    from recitation.corpus.jsonl import iter_records
+
+    for lineno, rec in iter_records(path):
+        if not isinstance(rec.get(text_field), str):
+            raise CorpusError(f"{path}:{lineno}: expected a JSON object with a string "
                               f"'{text_field}' field")
         text = rec.pop(text_field)
-        yield SourceDoc(text, rec, rel, i)
+        yield SourceDoc(text, rec, rel, lineno - 1)
 
 
 def _files(root: Path, patterns: tuple[str, ...]) -> list[Path]:
@@ -65,7 +54,7 @@ def iter_text_docs(root: Path, *, chapters: bool = False) -> Iterator[SourceDoc]
 
     for path in _files(root, ("*.txt",)):
         rel = str(path.relative_to(root))
-        text = load_text(path, chapters=False).text
+        text = load_text(path, chapters=False, max_bytes=None).text
         if not chapters:
             yield SourceDoc(text, {"file": rel}, rel, 0)
             continue
