@@ -1,8 +1,12 @@
-"""`recitation demo` end to end on the real embedded model, twice: the second run is answered
-from the response cache. (Its speed-up is measured in benchmarks/bench_demo_cache.py.)"""
+"""`recitation demo` end to end on the real models, twice: a small audit with a positive
+control (the embedded model and the quick organism on the organism's training passages,
+against its held-out passages). The organism is found to reproduce its passages, the
+embedded model is not, no control is reproduced; the second run is answered from the
+response cache. (The full demo's wall time is measured in docs/report.md.)"""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -11,35 +15,38 @@ from pathlib import Path
 
 import pytest
 
-from recitation.runs.store import RunStore
-
 pytestmark = pytest.mark.model
 
 
-def demo(tmp_path: Path, *extra: str) -> str:
-    env = dict(os.environ, RECITATION_CACHE_DIR=str(tmp_path / "cache"), COLUMNS="160")
-    p = subprocess.run([sys.executable, "-m", "recitation.cli", "demo", "--limit", "2",
+def demo(tmp_path: Path, shared: Path, *extra: str) -> str:
+    env = dict(os.environ, RECITATION_CACHE_DIR=str(tmp_path / "cache"), COLUMNS="200",
+               RECITATION_DATA=str(shared))
+    p = subprocess.run([sys.executable, "-m", "recitation.cli", "demo", "--limit", "6",
                         "--runs-dir", str(tmp_path / "runs"), *extra],
-                       env=env, capture_output=True, text=True, timeout=600)
+                       env=env, capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stdout + p.stderr
     return p.stdout
 
 
-def test_demo_twice_second_from_cache(tmp_path: Path) -> None:
-    first = demo(tmp_path)
-    assert "Prefix probing" in first and "John 1:1" not in first  # limit 2: 1 + 1 passages
-    for ref in ("Genesis 1:1", "1 Chronicles 1:5-8"):
-        assert ref in first
-    assert re.search(r"famous: 1 passage, mean ROUGE-L F1 [01]\.\d{3}", first)
-    assert "backend calls: 2" in first and "from cache: 0" in first
-    second = demo(tmp_path)
-    assert "backend calls: 0" in second and "from cache: 2" in second
-    runs = sorted((tmp_path / "runs").iterdir())
-    assert len(runs) == 2
-    with RunStore(runs[0]) as a, RunStore(runs[1]) as b:
-        ra, rb = dict(a.results()), dict(b.results())
-        assert ra == rb and len(ra) == 2
-        assert all(0 <= r["rouge_l_f1"] <= 1 for r in ra.values())
-        assert b.call_totals()["served_from_cache"] == 2
-    third = demo(tmp_path, "--no-cache")
-    assert "backend calls: 2" in third
+def test_demo_twice_second_from_cache(tmp_path: Path, shared_data: Path) -> None:
+    first = demo(tmp_path, shared_data)
+    assert "Audit verdict" in first
+    row = {m: re.search(rf"{re.escape(m)}\s*│\s*([^│]+?)\s*│\s*(\d+)/6\s*│\s*(\d+)/6", first)
+           for m in ("smollm2", "organism:quick:epoch2")}
+    assert all(row.values()), first
+    base, org = row["smollm2"], row["organism:quick:epoch2"]
+    assert org is not None and base is not None
+    assert org.group(1).startswith("memorized") and int(org.group(2)) >= 3
+    assert not base.group(1).startswith("memorized") and base.group(2) == "0"
+    assert org.group(3) == "0" and base.group(3) == "0"  # no control reproduced
+    html = Path(re.search(r"report: (\S+report\.html)", first).group(1))  # type: ignore[union-attr]
+    assert html.exists() and "<script>" in html.read_text(encoding="utf-8")[:5000]
+    findings = json.loads(html.with_suffix(".json").read_text(encoding="utf-8"))
+    assert [m["spec"] for m in findings["models"]] == ["smollm2", "organism:quick:epoch2"]
+    assert "backend calls 0," not in first.split("Audit verdict")[0].splitlines()[-2]
+
+    second = demo(tmp_path, shared_data)
+    calls = re.findall(r"backend calls (\d+), from cache (\d+)", second)
+    assert len(calls) == 4 and all(b == "0" and int(c) > 0 for b, c in calls), second
+    assert second.split("Audit verdict")[1].split("report:")[0] == \
+        first.split("Audit verdict")[1].split("report:")[0]  # the same verdicts

@@ -12,7 +12,6 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from rich.table import Table as RichTable
 
@@ -22,27 +21,17 @@ from recitation.runs.console import console, err_console, execute_and_print, pri
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from recitation.models.config import parse_model_spec
-    from recitation.models.registry import capabilities_of
-    from recitation.runs.config import parse_config
-    from recitation.runs.runner import create_run
+    from recitation.audit.cli import finish_audit
+    from recitation.audit.demo import ORGANISM, create_demo
 
-    params: dict[str, Any] = {}
-    if args.limit:
-        from recitation.corpus.kjv import FAMOUS_VERSES as FAMOUS_KJV
-        from recitation.corpus.kjv import OBSCURE_VERSES as OBSCURE_KJV
-
-        half = max(1, args.limit // 2)
-        params["passages"] = ([{"ref": r, "group": "famous"} for r in FAMOUS_KJV[:half]]
-                              + [{"ref": r, "group": "obscure"} for r in OBSCURE_KJV[:half]])
-    model = parse_model_spec(args.model)
-    cfg = parse_config({"job": "prefix_probe", "name": "demo", "model": model,
-                        "cache": not args.no_cache, "params": params}, source="demo")
-    where = "local, CPU" if capabilities_of(model["backend"]).local else model["backend"]
-    console.print(f"recitation {__version__} demo: prefix probing of KJV passages on "
-                  f"'{model['model']}' ({where})")
-    run_dir = create_run(cfg, args.runs_dir)
-    return execute_and_print(run_dir)
+    console.print(f"recitation {__version__} demo: a small audit with a positive control. "
+                  f"'{args.model}' and the quick model organism ({ORGANISM}: SmolLM2 "
+                  "fine-tuned on 15 public-domain passages) are audited on those passages, "
+                  "against 15 held-out passages of the same novels")
+    console.print("building or reusing the quick organism (about 2 min the first time)")
+    folder = create_demo(args.model, limit=args.limit, pearl=args.pearl,
+                         cache=not args.no_cache, runs_dir=args.runs_dir)
+    return finish_audit(folder)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -115,11 +104,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="where run directories live (default: $RECITATION_RUNS_DIR or ./runs)")
         return p
 
-    p = with_runs_dir(sub.add_parser("demo", help="a small real audit on the embedded model"))
+    p = with_runs_dir(sub.add_parser("demo", help="a small real audit: the embedded model and "
+                                     "a model organism that memorized known passages"))
     p.add_argument("--model", default="smollm2", metavar="SPEC",
                    help="model spec, backend:model[@url] (default: the embedded SmolLM2, "
                    "local; see 'Model specs' in the README)")
-    p.add_argument("--limit", type=int, default=0, help="use only N passages (half famous)")
+    p.add_argument("--limit", type=int, default=0, help="use only N text and N control "
+                   "passages (default: all 15 and 15)")
+    p.add_argument("--pearl", action="store_true", help="also run PEARL (black-box; about "
+                   "3 min per model on 2 CPU cores)")
     p.add_argument("--no-cache", action="store_true", help="do not use the response cache")
     p.set_defaults(func=cmd_demo)
 
@@ -143,18 +136,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_runs_show)
 
     # These modules import their heavy dependencies lazily, so registering is cheap.
+    from recitation.audit.cli import add_audit_parser
     from recitation.bench.cli import add_bench_parser
     from recitation.detect.cli import add_detect_parser
     from recitation.evaluate import add_evaluate_parser
     from recitation.extract.cli import add_extract_parser
     from recitation.methods_cli import add_methods_parser
     from recitation.organism.cli import add_organism_parser
+    from recitation.report.cli import add_report_parsers
     from recitation.serve import add_serve_parser
     from recitation.trace.cli import add_index_parser, add_propme_parser, add_trace_parser
 
     for add in (add_serve_parser, add_evaluate_parser, add_extract_parser, add_detect_parser,
                 add_methods_parser, add_organism_parser, add_bench_parser, add_index_parser,
-                add_trace_parser, add_propme_parser):
+                add_trace_parser, add_propme_parser, add_audit_parser, add_report_parsers):
         add(sub)
     return parser
 

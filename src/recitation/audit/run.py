@@ -1,0 +1,236 @@
+"""``recitation audit``: the methods that fit each model's access, on the text and on the
+controls, as ordinary resumable runs under one audit folder.
+
+An audit folder (``runs/audit-<time>-<hex>/``) holds
+
+* ``inputs/text.jsonl``, ``inputs/controls.jsonl``, ``inputs/passages.jsonl`` — the
+  passages every run reads (group ``text`` / ``control``);
+* ``runs/<run>/run.sqlite`` — one run per model and method family (prefix probing on text and
+  controls together; detect with the text as members and the controls as controls; trace of
+  the prefix-probing continuations when an index is given);
+* ``audit.json`` — the manifest: settings, inputs and their hashes, why the controls fit,
+  and for each model the methods chosen from the registry (:mod:`recitation.methods`) by
+  the model's access, the methods left out and why, and its runs.
+
+``recitation report AUDIT`` reads only this folder. A killed audit is finished with
+``recitation audit --resume AUDIT``: every run resumes from its store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import secrets
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from recitation import methods
+from recitation.audit.inputs import (
+    Controls as ControlSet,
+)
+from recitation.audit.inputs import (
+    builtin_controls,
+    load_passages,
+    pick,
+    spec_hashes,
+    write_jsonl,
+)
+from recitation.errors import ConfigError
+from recitation.methods import Access
+from recitation.models.config import parse_model_spec
+from recitation.models.registry import capabilities_of
+from recitation.runs.audits import load_manifest, save_manifest
+from recitation.runs.config import parse_config
+from recitation.runs.runner import RunOutcome, create_run, default_runs_dir, execute
+
+FORMAT = 1
+
+Say = Callable[[str], None]
+
+
+class AuditSettings(BaseModel):
+    """Sizes and settings of an audit (defaults: a cheap audit on a CPU)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    passages: int = Field(12, ge=0, description="text passages audited (0: all)")
+    controls: int = Field(12, ge=0, description="control passages (0: all)")
+    passage_words: int = Field(100, ge=8)
+    prefix_fraction: float = Field(0.5, gt=0, lt=1)
+    max_new_tokens: int | None = Field(None, ge=1, description="default: 2 tokens per "
+                                       "target word + 8")
+    pearl: bool = True
+    pearl_perturbations: list[str] = Field(default_factory=lambda: ["bitflip"])
+    pearl_max_intensity: int = Field(3, ge=1)
+    pearl_outputs: int = Field(1, ge=1)
+    target_fpr: float = Field(0.1, gt=0, lt=1)
+    n_bootstrap: int = Field(200, ge=0)
+    min_tokens: int = Field(40, ge=1, description="verbatim passage length (RECAP: 40)")
+    corpus: list[str] = Field(default_factory=list, description="infini-gram index folders")
+    batch_size: int = Field(8, ge=1)
+    seed: int = 0
+    cache: bool = True
+
+
+def plan_methods(spec: str, corpus: bool, pearl: bool) -> tuple[list[str], dict[str, str]]:
+    """The method families that fit the model's access (registry metadata), and the ones
+    left out with the reason."""
+    model = parse_model_spec(spec)
+    have = methods.model_access(capabilities_of(model["backend"]))
+    if corpus:
+        have.add(Access.CORPUS_INDEX)
+    wanted = [("probe", "prefix_probe"), ("detector", "pearl"), ("detector", "whitebox"),
+              ("tracer", "simpletrace")]
+    chosen: list[str] = []
+    skipped: dict[str, str] = {}
+    for kind, family in wanted:
+        infos = methods.family_methods(kind, family)  # type: ignore[arg-type]
+        fit = [m for m in infos if not methods.missing_access(m, have)]
+        if family == "pearl" and not pearl:
+            skipped[family] = "turned off (--no-pearl)"
+        elif fit:
+            chosen.append(family)
+        else:
+            missing = sorted({a.value for m in infos for a in methods.missing_access(m, have)})
+            skipped[family] = f"needs {', '.join(missing)}, which this model / audit lacks"
+    return chosen, skipped
+
+
+def _prefix_cfg(spec: str, s: AuditSettings, passages: Path, mode: str) -> Any:
+    target_words = math.ceil(s.passage_words * (1 - s.prefix_fraction))
+    params = {"source": "jsonl", "path": str(passages), "max_words": s.passage_words,
+              "prefix_fraction": s.prefix_fraction, "keep_spacing": True, "mode": mode,
+              "max_new_tokens": s.max_new_tokens or 2 * target_words + 8}
+    model = parse_model_spec(spec) | {"batch_size": s.batch_size}
+    return parse_config({"job": "prefix_probe", "name": "audit-prefix", "seed": s.seed,
+                         "model": model, "cache": s.cache, "params": params}, source="audit")
+
+
+def _detect_cfg(spec: str, s: AuditSettings, families: list[str], text: Path,
+                controls: Path) -> Any:
+    params = {"members": [str(text)], "controls": [str(controls)],
+              "detectors": [f for f in families if f in ("pearl", "whitebox")],
+              "perturbations": s.pearl_perturbations, "max_intensity": s.pearl_max_intensity,
+              "outputs": s.pearl_outputs, "target_fpr": s.target_fpr,
+              "n_bootstrap": s.n_bootstrap, "passage_words": s.passage_words}
+    model = parse_model_spec(spec) | {"batch_size": s.batch_size}
+    return parse_config({"job": "detect", "name": "audit-detect", "seed": s.seed,
+                         "model": model, "cache": s.cache, "params": params}, source="audit")
+
+
+def _mode(spec: str) -> str:
+    caps = capabilities_of(parse_model_spec(spec)["backend"])
+    return "completion" if caps.completion else "chat"
+
+
+def _controls(s: AuditSettings, text: list[str], controls: list[str]) -> ControlSet:
+    if controls:
+        ps = [p for c in controls for p in load_passages(c, s.passage_words)]
+        return ControlSet(pick(ps, s.controls), list(controls), False,
+                          "controls given with --controls (text the model cannot have seen)")
+    found = builtin_controls(text, s.passage_words)
+    return ControlSet(pick(found.passages, s.controls), found.spec, True, found.reason)
+
+
+def create_audit(text: list[str], models: list[str], controls: list[str],
+                 settings: AuditSettings, *, runs_dir: Path | None = None,
+                 redact: bool = False, name: str = "audit",
+                 controls_reason: str | None = None) -> Path:
+    """The audit folder with its inputs and one created (not yet executed) run per model
+    and method family; every input and model is checked before anything is written."""
+    if not text or not models:
+        raise ConfigError("audit: give at least one --text and one --model")
+    passages = pick([p for t in text for p in load_passages(t, settings.passage_words)],
+                    settings.passages)
+    ctl = _controls(settings, text, controls)
+    if controls_reason and ctl.passages:
+        ctl = ControlSet(ctl.passages, ctl.spec, ctl.builtin, controls_reason)
+    plans = {m: plan_methods(m, bool(settings.corpus), settings.pearl) for m in models}
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    folder = (runs_dir or default_runs_dir()) / f"{name}-{stamp}-{secrets.token_hex(3)}"
+    inputs = folder / "inputs"
+    files = {"text": write_jsonl(inputs / "text.jsonl", passages, "text"),
+             "controls": write_jsonl(inputs / "controls.jsonl", ctl.passages, "control")}
+    both = inputs / "passages.jsonl"
+    files["passages"] = write_jsonl(both, passages, "text")
+    with both.open("a", encoding="utf-8") as fh:
+        for p in ctl.passages:
+            fh.write(json.dumps({"id": p.id, "text": p.text, "group": "control",
+                                 "source": p.source}, ensure_ascii=False) + "\n")
+    files["passages"] = {"path": both.name, "passages": len(passages) + len(ctl.passages)}
+    entries = []
+    for spec in models:
+        chosen, skipped = plans[spec]
+        entries.append({"spec": spec, "methods": chosen, "skipped": skipped, "runs": {}})
+    manifest = {
+        "format": FORMAT, "audit_id": folder.name, "created": time.time(),
+        "text": text, "controls": {"specs": ctl.spec, "builtin": ctl.builtin,
+                                   "reason": ctl.reason, "n": len(ctl.passages)},
+        "settings": settings.model_dump(mode="json"), "redact": redact, "inputs": files,
+        "input_hashes": spec_hashes(list(text) + list(controls)), "models": entries}
+    save_manifest(folder, manifest)
+    _create_runs(folder, manifest, settings)
+    return folder
+
+
+def _create_runs(folder: Path, manifest: dict[str, Any], s: AuditSettings) -> None:
+    inputs, runs = folder / "inputs", folder / "runs"
+    has_controls = manifest["controls"]["n"] > 0
+    for entry in manifest["models"]:
+        spec, chosen = entry["spec"], entry["methods"]
+        if "prefix_probe" in chosen:
+            cfg = _prefix_cfg(spec, s, inputs / "passages.jsonl", _mode(spec))
+            entry["runs"]["prefix_probe"] = create_run(cfg, runs).name
+        detectors = [f for f in chosen if f in ("pearl", "whitebox")]
+        if detectors and has_controls:
+            cfg = _detect_cfg(spec, s, detectors, inputs / "text.jsonl",
+                              inputs / "controls.jsonl")
+            entry["runs"]["detect"] = create_run(cfg, runs).name
+        elif detectors:
+            entry["skipped"]["detect"] = "no controls: detectors cannot be calibrated"
+        save_manifest(folder, manifest)
+
+
+def execute_audit(folder: Path, say: Say = print) -> list[RunOutcome]:
+    """Run (or resume) every run of the audit; trace runs are added once the prefix-probing
+    continuations they trace exist."""
+    manifest = load_manifest(folder)
+    settings = AuditSettings.model_validate(manifest["settings"])
+    outcomes = []
+    for entry in manifest["models"]:
+        for method in ("prefix_probe", "detect"):
+            if name := entry["runs"].get(method):
+                say(f"{entry['spec']}: {method} ...")
+                t0 = time.perf_counter()
+                out = asyncio.run(execute(folder / "runs" / name))
+                st = out.stats
+                say(f"{entry['spec']}: {method} {out.status} ({out.done_items}/"
+                    f"{out.total_items} items, {time.perf_counter() - t0:.1f} s; backend "
+                    f"calls {st.backend_calls}, from cache {st.served_from_cache}, from run "
+                    f"store {st.served_from_store})")
+                outcomes.append(out)
+        if "simpletrace" in entry["methods"] and entry["runs"].get("prefix_probe"):
+            outcomes.append(_trace(folder, manifest, entry, settings, say))
+    return outcomes
+
+
+def _trace(folder: Path, manifest: dict[str, Any], entry: dict[str, Any],
+           s: AuditSettings, say: Say) -> RunOutcome:
+    from recitation.trace.cli import export_run
+
+    runs = folder / "runs"
+    if not (name := entry["runs"].get("trace")):
+        gens = export_run(entry["runs"]["prefix_probe"], runs, "continuation", "group")
+        cfg = parse_config({"job": "trace", "name": "audit-trace", "seed": s.seed,
+                            "model": parse_model_spec(entry["spec"]),
+                            "params": {"index": s.corpus, "generations": str(gens)}},
+                           source="audit")
+        name = entry["runs"]["trace"] = create_run(cfg, runs).name
+        save_manifest(folder, manifest)
+    say(f"{entry['spec']}: trace ...")
+    return asyncio.run(execute(runs / name))

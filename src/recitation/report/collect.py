@@ -1,0 +1,146 @@
+"""The findings of an audit, read from its folder alone (manifest + run stores).
+
+:func:`collect` returns one JSON-serializable dict: every number the HTML, Markdown and
+JSON reports show, so the three never disagree. It reads ``audit.json`` and each run's
+``run.sqlite`` (config, results, stored detect report, calls) and never the user's files
+nor a model.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from recitation.errors import StoreError
+from recitation.metrics.weighted import weighted_rouge
+from recitation.report.evidence import evidence_item
+from recitation.report.stats import detection, extraction_stats, verdict
+from recitation.runs.audits import load_manifest
+from recitation.runs.store import RunStore
+
+DOES_NOT_MEAN = [
+    "Finding no verbatim reproduction is not proof that the text was absent from training: "
+    "a model can have trained on a text and not reproduce it under these prompts, sizes "
+    "and decoding settings (greedy, short continuations).",
+    "A detector flag says the model treats the text differently from the controls; it is "
+    "evidence of exposure, not a measure of how much was copied, and it relies on the "
+    "controls being text the model has not seen, of the same kind.",
+    "Reproduction of famous or formulaic text (quotations, lists) can come from copies "
+    "elsewhere in the training data, not from this edition.",
+    "The FPR bound is for one new unseen text; with many detectors, the report uses one "
+    "primary score per family chosen before the run.",
+]
+
+
+def _run(folder: Path, name: str | None) -> Path | None:
+    if not name:
+        return None
+    d = folder / "runs" / name
+    if not (d / "run.sqlite").exists():
+        raise StoreError(f"audit {folder.name}: run {name} is missing")
+    return d
+
+
+def _prompts(calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """The exact request of each prefix-probing generation, by its prompt text."""
+    out: dict[str, Any] = {}
+    for c in calls:
+        try:
+            req = json.loads(c["request"])
+        except (TypeError, ValueError):
+            continue
+        reqs = req if isinstance(req, list) else req.get("requests", [req])
+        for r in reqs if isinstance(reqs, list) else []:
+            if not isinstance(r, dict):
+                continue
+            key = r.get("prompt")
+            if key is None and r.get("messages"):
+                key = r["messages"][-1].get("content")
+            if isinstance(key, str):
+                out.setdefault(key, r)
+    return out
+
+
+def _costs(store: RunStore, method: str) -> dict[str, Any]:
+    t = store.call_totals()
+    return {"method": method, "calls": t["calls"], "input_tokens": t["input_tokens"],
+            "output_tokens": t["output_tokens"], "seconds": round(t["latency_s"] or 0.0, 3),
+            "cost_usd": t["cost_usd"], "served_from_cache": t.get("served_from_cache", 0)}
+
+
+def _provenance(store: RunStore) -> dict[str, Any]:
+    meta = store.all_meta()
+    cfg = meta.get("config") or {}
+    return {"run_id": meta.get("run_id"), "job": meta.get("job"), "seed": meta.get("seed"),
+            "created": meta.get("created"), "finished": meta.get("finished"),
+            "status": meta.get("status"), "versions": meta.get("versions"),
+            "git_commit": meta.get("git_commit"), "model": cfg.get("model"),
+            "params": cfg.get("params"), "input_files": meta.get("input_files")}
+
+
+def _prefix(run: Path, settings: dict[str, Any], redact: bool) -> dict[str, Any]:
+    with RunStore(run) as store:
+        records = list(store.results("prefix_probe"))
+        prompts = _prompts(store.calls())
+        cost, prov = _costs(store, "prefix_probe"), _provenance(store)
+    evidence = [evidence_item(i, r, prompts.get(r.get("prefix", "")),
+                              min_tokens=settings["min_tokens"], redact=redact)
+                for i, r in records]
+    groups: dict[str, Any] = {}
+    for g in ("text", "control"):
+        ev = [e for e in evidence if e["group"] == g]
+        rs = [r for _, r in records if r.get("group") == g]
+        groups[g] = extraction_stats(ev) | {"rouge_l_weighted": weighted_rouge(
+            [r.get("rouge_l_recall") for r in rs], [r.get("target_words", 0) for r in rs])
+            if rs else None}
+    return {"groups": groups, "evidence": evidence, "cost": cost, "provenance": prov}
+
+
+def _detect(run: Path) -> dict[str, Any]:
+    with RunStore(run) as store:
+        report = store.get_meta("detect_report") or {}
+        records = [r for _, r in store.results("detect")]
+        cost, prov = _costs(store, "detect"), _provenance(store)
+    return detection(report, records) | {"cost": cost, "provenance": prov}
+
+
+def _model(folder: Path, entry: dict[str, Any], manifest: dict[str, Any]) -> dict[str, Any]:
+    settings, redact = manifest["settings"], bool(manifest.get("redact"))
+    out: dict[str, Any] = {"spec": entry["spec"], "methods": entry["methods"],
+                           "skipped": entry["skipped"], "costs": [], "provenance": {}}
+    if run := _run(folder, entry["runs"].get("prefix_probe")):
+        px = _prefix(run, settings, redact)
+        out |= {"extraction": px["groups"], "evidence": px["evidence"]}
+        out["costs"].append(px["cost"])
+        out["provenance"]["prefix_probe"] = px["provenance"]
+    if run := _run(folder, entry["runs"].get("detect")):
+        dx = _detect(run)
+        out["costs"].append(dx.pop("cost"))
+        out["provenance"]["detect"] = dx.pop("provenance")
+        out["detection"] = dx
+    if run := _run(folder, entry["runs"].get("trace")):
+        out["tracing"] = _trace(run)
+    out["verdict"] = verdict(out, manifest["controls"])
+    return out
+
+
+def _trace(run: Path) -> dict[str, Any]:
+    with RunStore(run) as store:
+        report = store.get_meta("trace_report") or {}
+        cost = _costs(store, "simpletrace")
+    return {"report": report, "cost": cost}
+
+
+def collect(folder: Path, *, redact: bool | None = None) -> dict[str, Any]:
+    """Every finding of the audit in ``folder`` (``redact``: override the audit's
+    setting)."""
+    manifest = load_manifest(folder)
+    if redact is not None:
+        manifest["redact"] = redact
+    models = [_model(folder, e, manifest) for e in manifest["models"]]
+    return {"audit_id": manifest["audit_id"], "created": manifest["created"],
+            "redacted": bool(manifest.get("redact")), "text": manifest["text"],
+            "controls": manifest["controls"], "settings": manifest["settings"],
+            "inputs": manifest["inputs"], "input_hashes": manifest["input_hashes"],
+            "models": models, "does_not_mean": DOES_NOT_MEAN}

@@ -1,0 +1,94 @@
+"""Evidence per attempt: the gold text beside the model's attempt, with verbatim spans.
+
+Two kinds of spans, both from :mod:`recitation.metrics.spans`:
+
+* **counted** — on the RECAP tokens (:func:`~recitation.metrics.spans.span_tokens`, profile
+  ``folded``): the 40-token verbatim passages (up to 5 mismatches, ``dedup``), the longest
+  exact span, and whether the attempt reproduces the gold text verbatim (a span of at least
+  ``min_tokens`` tokens, or of the whole gold text when it is shorter);
+* **highlighted** — runs of at least :data:`HIGHLIGHT_WORDS` consecutive words that match
+  exactly (case and punctuation ignored), as character offsets into the gold text and the
+  attempt, so the report can mark them where they stand.
+
+``redact``: the texts are replaced by their length and SHA-256; the span statistics stay.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+from recitation.metrics.spans import (
+    find_spans,
+    longest_common_span,
+    span_tokens,
+    verbatim_passages,
+)
+
+HIGHLIGHT_WORDS = 5
+_WORD = re.compile(r"\S+")
+_STRIP = re.compile(r"[^\w]+")
+
+
+def _words(text: str) -> tuple[list[str], list[tuple[int, int]]]:
+    """Normalized words of ``text`` (lower case, punctuation removed; empty ones dropped)
+    and their character offsets."""
+    norm, offs = [], []
+    for m in _WORD.finditer(text):
+        w = _STRIP.sub("", m.group().lower())
+        if w:
+            norm.append(w)
+            offs.append((m.start(), m.end()))
+    return norm, offs
+
+
+def highlight_spans(gold: str, attempt: str,
+                    min_words: int = HIGHLIGHT_WORDS) -> list[dict[str, int]]:
+    """Exact runs of >= ``min_words`` words shared by gold and attempt, as character
+    offsets (``gold_start``/``gold_end``, ``cand_start``/``cand_end``) and word counts."""
+    g, go = _words(gold)
+    c, co = _words(attempt)
+    spans = find_spans(g, c, min_tokens=min_words, max_mismatches=0, mode="dedup")
+    return [{"gold_start": go[s.gold_start][0], "gold_end": go[s.gold_end - 1][1],
+             "cand_start": co[s.cand_start][0], "cand_end": co[s.cand_end - 1][1],
+             "words": s.length} for s in sorted(spans, key=lambda s: s.gold_start)]
+
+
+def span_summary(gold: str, attempt: str, min_tokens: int = 40) -> dict[str, Any]:
+    """Counted spans of one attempt (module docstring)."""
+    gt, ct = span_tokens(gold), span_tokens(attempt)
+    need = min(min_tokens, len(gt))
+    whole = find_spans(gt, ct, min_tokens=max(1, need), max_mismatches=5) if gt else []
+    stats = verbatim_passages(gold, attempt, min_tokens=min_tokens)
+    return {"gold_tokens": len(gt), "attempt_tokens": len(ct),
+            "longest_span": longest_common_span(gt, ct),
+            "passages": stats.passage_count, "span_lengths": list(stats.lengths),
+            "reproduced": bool(whole)}
+
+
+def digest(text: str) -> dict[str, Any]:
+    """What a redacted report shows of a text."""
+    return {"chars": len(text), "words": len(text.split()),
+            "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+
+
+def evidence_item(item_id: str, record: dict[str, Any], prompt: Any, *, min_tokens: int,
+                  redact: bool) -> dict[str, Any]:
+    """One attempt of prefix probing: gold continuation, attempt, spans, prompt."""
+    gold, attempt = str(record.get("target", "")), str(record.get("continuation", ""))
+    out: dict[str, Any] = {
+        "id": item_id, "group": record.get("group", ""), "method": "prefix_probe",
+        "rouge_l_recall": record.get("rouge_l_recall"),
+        "lcp_words": record.get("lcp_words"),
+        **span_summary(gold, attempt, min_tokens),
+        "hint_leak": None,  # prefix probing gives no hint beyond the prefix itself
+    }
+    spans = highlight_spans(gold, attempt)
+    if redact:
+        out |= {"gold": digest(gold), "attempt": digest(attempt), "prompt": None,
+                "highlights": [{"words": s["words"]} for s in spans], "redacted": True}
+    else:
+        out |= {"gold": gold, "attempt": attempt, "prompt": prompt,
+                "highlights": spans, "redacted": False}
+    return out

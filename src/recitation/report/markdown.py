@@ -1,0 +1,66 @@
+"""The Markdown summary: the same verdicts and numbers as the HTML report, as text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _f(x: Any) -> str:
+    if x is None:
+        return "n/a"
+    return f"{x:.3g}" if isinstance(x, float) else str(x)
+
+
+def _ci(ci: Any) -> str:
+    return f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci and ci[0] is not None else ""
+
+
+def _esc(s: Any) -> str:
+    return str(s).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _verdicts(f: dict[str, Any]) -> list[str]:
+    out = ["| model | verdict | text reproduced | controls reproduced | 40-token passages "
+           "| longest span (text / controls) | ROUGE-L (text / controls) |",
+           "|---|---|---|---|---|---|---|"]
+    for m in f["models"]:
+        ex = m.get("extraction") or {}
+        t, c = ex.get("text") or {}, ex.get("control") or {}
+        out.append(f"| {_esc(m['spec'])} | **{m['verdict']['label']}** | "
+                   f"{t.get('reproduced', '–')}/{t.get('n', '–')} | "
+                   f"{c.get('reproduced', '–')}/{c.get('n', '–')} | {t.get('passages', '–')} | "
+                   f"{t.get('longest_span', '–')} / {c.get('longest_span', '–')} | "
+                   f"{_f(t.get('rouge_l_weighted'))} / {_f(c.get('rouge_l_weighted'))} |")
+    return out
+
+
+def _model(m: dict[str, Any]) -> list[str]:
+    out = [f"### {_esc(m['spec'])}", ""] + [f"- {_esc(r)}" for r in m["verdict"]["reasons"]]
+    out.append(f"- methods run: {', '.join(m['methods'])}" + "".join(
+        f"; not run: {k} ({v})" for k, v in m["skipped"].items()))
+    det = m.get("detection")
+    if det:
+        out += ["", "| detector | primary | flagged text | FPR bound | binomial p | ROC AUC |",
+                "|---|---|---|---|---|---|"]
+        for name, d in sorted(det["detectors"].items()):
+            bound = (f"<= {_f(d['fpr_bound'])}{_ci(d['fpr_ci'])}" if d["reachable"]
+                     else "not reachable")
+            out.append(f"| {name} | {'yes' if name in det['primary'] else ''} | "
+                       f"{d['flagged']}/{d['n']}{_ci(d['flagged_ci'])} | {_esc(bound)} | "
+                       f"{_f(d['p_value'])} | {_f(d['auc'])}{_ci(d['auc_ci'])} |")
+    costs = ", ".join(f"{c['method']} {c['calls']} calls {c['seconds']:.1f} s "
+                      f"${c['cost_usd']:.4f}" for c in m.get("costs", []))
+    return out + ["", f"Cost: {costs}", ""]
+
+
+def render_markdown(f: dict[str, Any]) -> str:
+    lines = [f"# Memorization audit {f['audit_id']}", "",
+             f"Text: {', '.join(f['text'])}." + (" **Redacted** (no gold or model text)."
+                                                 if f["redacted"] else ""), "",
+             "## Verdict", ""] + _verdicts(f) + [""]
+    for m in f["models"]:
+        lines += _model(m)
+    lines += ["## Controls", "", f"{f['controls']['reason']} ({f['controls']['n']} passages)",
+              "", "## What the verdict does not mean", ""]
+    lines += [f"- {s}" for s in f["does_not_mean"]]
+    return "\n".join(lines) + "\n"

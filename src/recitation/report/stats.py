@@ -1,0 +1,151 @@
+"""The numbers behind a verdict: extraction counts per group, calibrated detector results,
+and the verdict itself.
+
+Extraction: the share of text passages reproduced verbatim is compared with the controls'
+by Fisher's exact test (one-sided, ``scipy.stats.fisher_exact``). Detection: one primary
+score per detector family, fixed here before any run (:data:`PRIMARY`), so the verdict does
+not pick the best of many scores; the text passages flagged at the conformal threshold are
+tested against the threshold's FPR bound with a one-sided binomial test
+(``scipy.stats.binomtest``), Bonferroni-corrected over the primary scores, with the
+Clopper-Pearson interval of the flagged share.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from recitation.metrics.stats import clopper_pearson, roc_points
+
+PRIMARY = {"whitebox": ("min_k_pp_20", "min_k_20", "loss"),
+           "pearl": ("pearl_bitflip_sensitivity", "pearl_synonym_sensitivity")}
+"""The score each family's verdict reads: the first of its list the run has (Min-K%++ at
+k = 20%, which needs the full distribution, else Min-K% at 20%; PEARL's sensitivity)."""
+ALPHA = 0.05
+
+
+def extraction_stats(evidence: list[dict[str, Any]]) -> dict[str, Any]:
+    """Counts over the attempts of one group (text or control)."""
+    n = len(evidence)
+    longest = [int(e["longest_span"]) for e in evidence]
+    return {"n": n, "reproduced": sum(bool(e["reproduced"]) for e in evidence),
+            "passages": sum(int(e["passages"]) for e in evidence),
+            "longest_span": max(longest, default=0), "longest_spans": longest,
+            "gold_tokens": sum(int(e["gold_tokens"]) for e in evidence)}
+
+
+def fisher_greater(a: int, n_a: int, b: int, n_b: int) -> float | None:
+    """One-sided p that group a's rate exceeds group b's (None without both groups)."""
+    if n_a < 1 or n_b < 1:
+        return None
+    from scipy.stats import fisher_exact
+
+    return float(fisher_exact([[a, n_a - a], [b, n_b - b]], alternative="greater").pvalue)
+
+
+def binom_greater(k: int, n: int, p: float) -> float:
+    from scipy.stats import binomtest
+
+    return float(binomtest(k, n, min(max(p, 1e-12), 1.0), alternative="greater").pvalue)
+
+
+def _scores(records: list[dict[str, Any]]) -> dict[str, dict[str, list[float]]]:
+    """Oriented scores (higher = more member-like) per detector and label."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for r in records:
+        label = (r.get("sample") or {}).get("label")
+        for s in r.get("scores") or []:
+            if s.get("score") is None or label not in ("member", "control"):
+                continue
+            sign = 1.0 if s.get("higher_means_member", True) else -1.0
+            d = out.setdefault(s["detector"], {"member": [], "control": []})
+            d[label].append(sign * float(s["score"]))
+    return out
+
+
+def _detector(name: str, d: dict[str, Any], sc: dict[str, list[float]]) -> dict[str, Any]:
+    cal = d.get("calibration") or {}
+    lab = d.get("labelled") or {}
+    n = int(d.get("n_members") or 0)
+    k = int(d.get("flagged") or 0)
+    reachable = bool(cal.get("reachable"))
+    bound = cal.get("fpr_bound")
+    out: dict[str, Any] = {
+        "detector": name, "n": n, "flagged": k, "auc": lab.get("auc"),
+        "auc_ci": lab.get("auc_ci"), "reachable": reachable, "fpr_bound": bound,
+        "fpr_ci": cal.get("fpr_ci"), "target_fpr": cal.get("target_fpr"),
+        "threshold": cal.get("threshold_oriented"), "note": cal.get("note"),
+        "flagged_ci": list(clopper_pearson(k, n)) if n else None,
+        "p_value": binom_greater(k, n, float(bound)) if reachable and n and bound else None,
+        "text_scores": sc.get("member", []), "control_scores": sc.get("control", [])}
+    if sc.get("member") and sc.get("control"):
+        labels = [1] * len(sc["member"]) + [0] * len(sc["control"])
+        fpr, tpr, _ = roc_points(labels, np.array(sc["member"] + sc["control"]))
+        out["roc"] = {"fpr": fpr.tolist(), "tpr": tpr.tolist()}
+    return out
+
+
+def detection(report: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each detector's calibrated result and scores; which are primary."""
+    scores = _scores(records)
+    dets = {name: _detector(name, d, scores.get(name, {}))
+            for name, d in (report.get("detectors") or {}).items()}
+    primary = [next(p for p in prefs if p in dets) for prefs in PRIMARY.values()
+               if any(p in dets for p in prefs)]
+    m = max(1, len(primary))
+    for p in primary:
+        pv = dets[p]["p_value"]
+        dets[p]["significant"] = pv is not None and pv < ALPHA / m
+    shift = report.get("shift") or {}
+    return {"detectors": dets, "primary": primary, "alpha": ALPHA,
+            "target_fpr": report.get("target_fpr"), "n_text": report.get("n_members"),
+            "n_controls": report.get("n_controls"),
+            "shift_warnings": list(shift.get("warnings") or []),
+            "warnings": list(report.get("warnings") or [])}
+
+
+def verdict(model: dict[str, Any], controls: dict[str, Any]) -> dict[str, Any]:
+    """The plain verdict for one text and model, with its reasons."""
+    ex = model.get("extraction") or {}
+    t, c = ex.get("text") or {}, ex.get("control") or {}
+    reasons: list[str] = []
+    if t:
+        reasons.append(f"{t['reproduced']} of {t['n']} text passages reproduced verbatim "
+                       f"(controls: {c.get('reproduced', 0)} of {c.get('n', 0)}); "
+                       f"{t['passages']} 40-token passages; longest span "
+                       f"{t['longest_span']} tokens (controls: {c.get('longest_span', 0)})")
+    p_ex = fisher_greater(t.get("reproduced", 0), t.get("n", 0), c.get("reproduced", 0),
+                          c.get("n", 0)) if t and c else None
+    if not controls.get("n"):
+        return {"label": "no verdict", "level": "none", "reasons": reasons + [
+            controls.get("reason", "no controls")], "p_extraction": None}
+    det = model.get("detection") or {}
+    if det.get("shift_warnings"):
+        return {"label": "no verdict", "level": "none", "p_extraction": p_ex,
+                "reasons": reasons + ["the controls differ from the text on simple features "
+                                      "(" + "; ".join(det["shift_warnings"]) + ")"]}
+    flagged = [det["detectors"][p] for p in det.get("primary", [])
+               if det["detectors"][p].get("significant")]
+    for p in det.get("primary", []):
+        d = det["detectors"][p]
+        reasons.append(f"{p}: {d['flagged']} of {d['n']} text passages flagged at FPR bound "
+                       f"{_f(d['fpr_bound'])} (binomial p {_f(d['p_value'])}), ROC AUC "
+                       f"{_f(d['auc'])}")
+    verbatim = t.get("reproduced", 0) > 0 and (c.get("reproduced", 0) == 0 or
+                                                (p_ex is not None and p_ex < ALPHA))
+    if verbatim:
+        label, level = "memorized: reproduces the text verbatim", "high"
+    elif flagged:
+        label, level = "signs of training on the text (detectors), no verbatim reproduction", \
+            "medium"
+    else:
+        label, level = "no evidence of memorization found", "low"
+    if c.get("reproduced"):
+        reasons.append("the model also reproduced control text it cannot have seen: read "
+                       "reproduction with care (formulaic or predictable text)")
+    return {"label": label, "level": level, "reasons": reasons, "p_extraction": p_ex}
+
+
+def _f(x: Any) -> str:
+    return "n/a" if x is None else f"{x:.3g}"

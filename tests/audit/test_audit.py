@@ -1,0 +1,95 @@
+"""``recitation audit``: methods chosen by access, inputs, controls, resume, report from the
+store alone (control flow on the scripted model; the real-model audit is in
+tests/report/test_report_browser.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from recitation.audit.inputs import builtin_controls, load_passages, pick
+from recitation.audit.run import AuditSettings, create_audit, execute_audit, plan_methods
+from recitation.cli import main
+from recitation.errors import ConfigError, CorpusError
+from recitation.runs.audits import load_manifest
+from recitation.runs.store import RunStore
+
+
+def test_methods_follow_the_models_access() -> None:
+    chosen, skipped = plan_methods("scripted:x", corpus=False, pearl=True)
+    assert chosen == ["prefix_probe", "pearl", "whitebox"]
+    assert "corpus_index" in skipped["simpletrace"]
+    chosen, skipped = plan_methods("anthropic:claude-3-7-sonnet-latest", corpus=True,
+                                   pearl=True)
+    assert "whitebox" not in chosen and "logprobs" in skipped["whitebox"]
+    assert {"prefix_probe", "pearl", "simpletrace"} <= set(chosen)
+    chosen, skipped = plan_methods("scripted:x", corpus=False, pearl=False)
+    assert "pearl" not in chosen and "no-pearl" in skipped["pearl"]
+
+
+def test_inputs_books_folders_jsonl(tmp_path: Path) -> None:
+    words = " ".join(f"w{i}" for i in range(250))
+    (tmp_path / "a.txt").write_text(words, encoding="utf-8")
+    assert [len(p.text.split()) for p in load_passages(str(tmp_path / "a.txt"), 100)] == \
+        [100, 100]
+    folder = tmp_path / "books"
+    folder.mkdir()
+    (folder / "x.txt").write_text(words, encoding="utf-8")
+    (folder / "y.txt").write_text(words, encoding="utf-8")
+    ps = load_passages(str(folder), 100)
+    assert [p.id for p in ps] == ["x:00000", "x:00001", "y:00000", "y:00001"]
+    (tmp_path / "p.jsonl").write_text(json.dumps({"id": 7, "text": words}) + "\n", "utf-8")
+    (only,) = load_passages(str(tmp_path / "p.jsonl"), 50)
+    assert only.id == "p:7" and len(only.text.split()) == 50
+    (tmp_path / "bad.jsonl").write_text(json.dumps({"txt": "x"}) + "\n", "utf-8")
+    with pytest.raises(CorpusError, match="'text'"):
+        load_passages(str(tmp_path / "bad.jsonl"), 50)
+    with pytest.raises(ConfigError, match="no such file"):
+        load_passages(str(tmp_path / "missing.txt"), 50)
+    assert [p.id for p in pick(ps, 2)] == ["x:00000", "y:00000"]
+
+
+def test_builtin_controls_fit_kjv_only() -> None:
+    kjv = builtin_controls(["kjv:famous-long"], 100)
+    assert kjv.passages and "2026" in kjv.reason
+    other = builtin_controls(["my_book.txt"], 100)
+    assert other.passages == [] and "no verdict" in other.reason
+
+
+def _text(tmp_path: Path, n: int = 3) -> Path:
+    p = tmp_path / "text.jsonl"
+    p.write_text("".join(json.dumps({"id": f"t{i}", "text": " ".join(
+        f"t{i}w{j}" for j in range(30))}) + "\n" for i in range(n)), encoding="utf-8")
+    return p
+
+
+def test_no_controls_no_verdict_and_report_from_the_store(tmp_path: Path) -> None:
+    settings = AuditSettings(passage_words=30, pearl=False, cache=False)
+    folder = create_audit([str(_text(tmp_path))], ["scripted:echo"], [], settings,
+                          runs_dir=tmp_path / "runs")
+    manifest = load_manifest(folder)
+    assert manifest["controls"]["n"] == 0 and "detect" in manifest["models"][0]["skipped"]
+    assert [o.status for o in execute_audit(folder, say=lambda _: None)] == ["completed"]
+    (tmp_path / "text.jsonl").unlink()  # the report never reads the user's files
+    assert main(["report", str(folder)]) == 0
+    f = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    assert f["models"][0]["verdict"]["label"] == "no verdict"
+    assert "no --controls" in (folder / "report.md").read_text(encoding="utf-8")
+
+
+def test_a_second_execute_repeats_no_call(tmp_path: Path) -> None:
+    ctl = tmp_path / "ctl.jsonl"
+    ctl.write_text("".join(json.dumps({"id": f"c{i}", "text": " ".join(
+        f"c{i}w{j}" for j in range(30))}) + "\n" for i in range(9)), encoding="utf-8")
+    settings = AuditSettings(passage_words=30, pearl=False, cache=False, n_bootstrap=0)
+    folder = create_audit([str(_text(tmp_path))], ["scripted:echo"], [str(ctl)], settings,
+                          runs_dir=tmp_path / "runs")
+    execute_audit(folder, say=lambda _: None)
+    runs = sorted((folder / "runs").iterdir())
+    assert len(runs) == 2
+    before = {r.name: RunStore(r).call_totals()["calls"] for r in runs}
+    outcomes = execute_audit(folder, say=lambda _: None)
+    assert all(o.stats.backend_calls == 0 for o in outcomes)
+    assert {r.name: RunStore(r).call_totals()["calls"] for r in runs} == before
