@@ -147,6 +147,20 @@ class _Recorder:
         self.received: list[RequestInfo] = []
         self.completed: list[RequestInfo] = []
         self.aborted: list[RequestInfo] = []
+        self.active: set[socket.socket] = set()  # connections with a request under way
+        self.max_concurrent = 0
+
+    def enter(self, conn: socket.socket) -> None:
+        """A request arrived on ``conn``: the peak of requests under way whose client is
+        still connected (a request its client gave up on does not count) is updated."""
+        with self.lock:
+            alive = sum(1 for c in self.active if not _peer_closed(c))
+            self.active.add(conn)
+            self.max_concurrent = max(self.max_concurrent, alive + 1)
+
+    def leave(self, conn: socket.socket) -> None:
+        with self.lock:
+            self.active.discard(conn)
 
     def new(
         self, method: str, path: str, body: dict[str, Any] | None, headers: Mapping[str, str]
@@ -235,6 +249,12 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "recitation-serve"
     server: _Server
 
+    def setup(self) -> None:
+        super().setup()
+        # headers and body go out in two writes: without TCP_NODELAY, Nagle's algorithm and
+        # the client's delayed ACK add ~40 ms to a kept-alive connection's every reply
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         log.debug("%s - %s", self.address_string(), format % args)
 
@@ -258,6 +278,14 @@ class _Handler(BaseHTTPRequestHandler):
         return body, None
 
     def _handle(self, method: str) -> None:
+        recorder = self.server.recorder
+        recorder.enter(self.connection)
+        try:
+            self._handle_request(method)
+        finally:
+            recorder.leave(self.connection)
+
+    def _handle_request(self, method: str) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
         body, bad = self._read_body()
         headers = {k.lower(): v for k, v in self.headers.items()}
@@ -392,6 +420,13 @@ class ServerHandle:
         """Requests whose model answer (HTTP 200) was written to the socket in full."""
         with self._server.recorder.lock:
             return list(self._server.recorder.completed)
+
+    @property
+    def max_concurrent(self) -> int:
+        """The most requests under way at once with their clients connected (counted when
+        each request arrives)."""
+        with self._server.recorder.lock:
+            return self._server.recorder.max_concurrent
 
     @property
     def aborted(self) -> list[RequestInfo]:

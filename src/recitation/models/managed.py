@@ -167,6 +167,9 @@ class ManagedModel(Model):
         self.prices = prices or PriceTable()
         self.stats = CallStats()
         self._seen: Counter[str] = Counter()  # occurrences of each non-reproducible call
+        # deterministic calls under way: an identical call made meanwhile waits for the
+        # answer instead of paying for it again ("single flight")
+        self._inflight: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._sem = asyncio.Semaphore(self.limits.concurrency)
         self._rate = RateLimiter(self.limits.requests_per_minute, self.limits.tokens_per_minute)
 
@@ -227,20 +230,62 @@ class ManagedModel(Model):
                 out[i] = parse(hit, cached=True)
             else:
                 misses.append(i)
+        waiting = {i: self._inflight[keys[i]] for i in misses
+                   if deterministic[i] and keys[i] in self._inflight}
+        misses = [i for i in misses if i not in waiting]
+        owned = self._claim([keys[i] for i in misses if deterministic[i]])
         size = max(1, self.limits.batch_size if self.capabilities.batching else 1)
         chunks = [misses[j : j + size] for j in range(0, len(misses), size)]
 
         async def run_chunk(idx: list[int]) -> None:
-            results = await self._send(kind, idx, keys, payloads, call,
-                                       sum(token_estimates[i] for i in idx))
+            try:
+                results = await self._send(kind, idx, keys, payloads, call,
+                                           sum(token_estimates[i] for i in idx))
+            except BaseException as e:
+                self._settle(owned, [keys[i] for i in idx], error=e)
+                raise
             for i, res in zip(idx, results, strict=True):
                 out[i] = res
                 if deterministic[i] and self.cache is not None:
                     self.cache.put(keys[i], kind, res.to_dict())
+            self._settle(owned, [keys[i] for i in idx],
+                         answers=[r.to_dict() for r in results])
 
-        await _gather_all([run_chunk(c) for c in chunks])
+        async def wait_for(i: int, fut: asyncio.Future[dict[str, Any]]) -> None:
+            out[i] = parse(await asyncio.shield(fut), cached=True)
+
+        await _gather_all([run_chunk(c) for c in chunks]
+                          + [wait_for(i, f) for i, f in waiting.items()])
         assert all(o is not None for o in out), "every call is answered or raises"
         return [replace(o, cost_usd=self.cost(o.usage)) for o in out if o is not None]
+
+    def _claim(self, keys: list[str]) -> set[str]:
+        """Register these deterministic calls as under way; the keys this call owns."""
+        loop = asyncio.get_running_loop()
+        owned = set()
+        for key in keys:
+            if key not in self._inflight:
+                self._inflight[key] = loop.create_future()
+                owned.add(key)
+        return owned
+
+    def _settle(self, owned: set[str], keys: list[str], *,
+                answers: list[dict[str, Any]] | None = None,
+                error: BaseException | None = None) -> None:
+        """Hand the answers (or the error) of owned calls to whoever waits for them."""
+        for n, key in enumerate(keys):
+            if key not in owned:
+                continue
+            owned.discard(key)
+            fut = self._inflight.pop(key, None)
+            if fut is None or fut.done():
+                continue
+            if answers is not None:
+                fut.set_result(answers[n])
+            else:
+                fut.set_exception(error if isinstance(error, Exception)
+                                  else BackendError(f"call abandoned: {error!r}"))
+                fut.exception()  # retrieved: no warning when nobody was waiting
 
     def _lookup_store(self, key: str, nth: int = 0) -> dict[str, Any] | None:
         hit = self.store.lookup_call(key, nth) if self.store is not None else None
@@ -328,7 +373,7 @@ class ManagedModel(Model):
                     error=f"{type(error).__name__}: {error}", attempts=attempt))
 
 
-async def _gather_all(coros: list[Awaitable[None]]) -> None:
+async def _gather_all(coros: Sequence[Awaitable[None]]) -> None:
     """Run all; when one fails, let the others finish (their results are recorded) and
     re-raise the first failure."""
     results = await asyncio.gather(*coros, return_exceptions=True)
