@@ -93,3 +93,17 @@ def test_a_second_execute_repeats_no_call(tmp_path: Path) -> None:
     outcomes = execute_audit(folder, say=lambda _: None)
     assert all(o.stats.backend_calls == 0 for o in outcomes)
     assert {r.name: RunStore(r).call_totals()["calls"] for r in runs} == before
+
+
+def test_compare_two_audits(tmp_path: Path) -> None:
+    settings = AuditSettings(passage_words=30, pearl=False, cache=False)
+    folders = [create_audit([str(_text(tmp_path, n))], ["scripted:echo"], [], settings,
+                            runs_dir=tmp_path / "runs") for n in (2, 3)]
+    for f in folders:
+        execute_audit(f, say=lambda _: None)
+    out = tmp_path / "cmp"
+    assert main(["compare", *map(str, folders), "--out", str(out)]) == 0
+    table = json.loads((out / "compare.json").read_text(encoding="utf-8"))
+    assert [r[0] for r in table["rows"]] == [f.name for f in folders]
+    assert [r[3] for r in table["rows"]] == ["0/2", "0/3"]
+    assert "chart-compare" in (out / "compare.html").read_text(encoding="utf-8")

@@ -1,0 +1,167 @@
+"""The HTML report opened in a real browser: Debian's chromium, driven by Playwright through
+its executable path (``scripts/test.sh`` installs it; ``playwright install`` is never run).
+
+One real audit (the quick organism, 4 training passages against 9 held-out ones, white-box
+detectors and prefix probing) gives the report the browser opens; a scripted audit whose
+text, hence the model's echoed reply, holds a ``<script>`` tag checks the escaping.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from recitation.cli import main
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+SCRIPT = "<script>window.__pwned=1</script>"
+
+
+def _need_chromium() -> None:
+    if shutil.which("chromium") is None and not Path(CHROMIUM).exists():
+        msg = "Debian's chromium is not installed (scripts/test.sh installs it)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(msg)
+        pytest.skip(msg)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    _need_chromium()
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+def _open(browser: Any, path: Path) -> tuple[Any, list[str]]:
+    errors: list[str] = []
+    page = browser.new_page()
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: errors.append(f"network: {r.url}")
+            if not r.url.startswith(("file:", "data:", "about:")) else None)
+    page.goto(path.resolve().as_uri())
+    page.wait_for_load_state("load")
+    return page, errors
+
+
+def _audit(tmp: Path, *argv: str) -> Path:
+    """Run an audit in a thread of its own: Playwright's sync API keeps an event loop
+    running in this one."""
+    runs = tmp / "runs"
+    with ThreadPoolExecutor(1) as pool:
+        assert pool.submit(main, ["audit", *argv, "--runs-dir", str(runs)]).result() == 0
+    return next(runs.glob("audit-*"))
+
+
+@pytest.fixture(scope="module")
+def organism_audit(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Path:
+    from recitation.organism.build import build_organism
+    from recitation.organism.config import make_config
+    from recitation.organism.data import load_split
+
+    built = build_organism(make_config(quick=True, data_dir=shared_data / "pdnc"))
+    ps = load_split(built.directory / "split.json")
+    tmp = tmp_path_factory.mktemp("audit")
+    for name, member in (("members", True), ("held_out", False)):
+        (tmp / f"{name}.jsonl").write_text("".join(
+            json.dumps({"id": p.id, "text": p.text}) + "\n" for p in ps if p.member == member
+            and (not member or p.dose == 16 or p.dose == 4)), encoding="utf-8")
+    return _audit(tmp, "--text", str(tmp / "members.jsonl"), "--controls",
+                  str(tmp / "held_out.jsonl"), "--model", "organism:quick:epoch2",
+                  "--passages", "4", "--n-controls", "9", "--passage-words", "64",
+                  "--max-new-tokens", "48", "--no-pearl", "--bootstrap", "50")
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_report_renders_in_chromium(browser: Any, organism_audit: Path) -> None:
+    findings = json.loads((organism_audit / "report.json").read_text(encoding="utf-8"))
+    m = findings["models"][0]
+    assert m["extraction"]["text"]["reproduced"] >= 1  # the organism recites its passages
+    assert m["verdict"]["label"].startswith("memorized")
+    page, errors = _open(browser, organism_audit / "report.html")
+    charts = page.eval_on_selector_all(".js-plotly-plot", """els => els.map(e => ({
+        id: e.id, traces: (e.data || []).length,
+        points: (e.data || []).reduce((n, t) => n + ((t.x || t.y || []).length), 0),
+        svg: e.querySelectorAll('svg.main-svg').length,
+        h: e.getBoundingClientRect().height}))""")
+    ids = {c["id"] for c in charts}
+    assert {"chart-rouge", "chart-passages", "chart-scores", "chart-roc", "chart-spans",
+            "chart-cost"} <= ids
+    for c in charts:
+        assert c["traces"] > 0 and c["points"] > 0 and c["svg"] > 0 and c["h"] > 100, c
+    assert errors == []
+
+    ev = next(e for e in m["evidence"] if e["highlights"])
+    sel = f'details.evidence[data-id="{ev["id"]}"]'
+    assert page.eval_on_selector(sel, "d => d.open") is False
+    page.click(f"{sel} > summary")
+    assert page.eval_on_selector(sel, "d => d.open") is True
+    assert page.is_visible(f"{sel} pre.gold")
+    shown = page.eval_on_selector_all(f"{sel} pre.gold mark.span",
+                                      "ms => ms.map(m => m.textContent)")
+    assert shown == [ev["gold"][s["gold_start"]:s["gold_end"]] for s in ev["highlights"]]
+    cand = page.eval_on_selector_all(f"{sel} pre.attempt mark.span",
+                                     "ms => ms.map(m => m.textContent)")
+    assert cand == [ev["attempt"][s["cand_start"]:s["cand_end"]] for s in ev["highlights"]]
+    gold_text = page.inner_text(f"{sel} pre.gold")
+    assert gold_text == ev["gold"]  # marks cut the text, never change it
+    page.close()
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_redacted_report_holds_no_gold_sentence(browser: Any, organism_audit: Path) -> None:
+    assert main(["report", str(organism_audit), "--redact"]) == 0
+    full = json.loads((organism_audit / "report.json").read_text(encoding="utf-8"))
+    golds = [e["gold"] for e in full["models"][0]["evidence"]]
+    texts = [json.loads(line)["text"] for line in
+             (organism_audit / "inputs" / "passages.jsonl").read_text("utf-8").splitlines()]
+    sentences = [s.strip() for t in golds + texts for s in t.replace("\n", " ").split(".")
+                 if len(s.split()) >= 6]
+    assert sentences
+    for suffix in ("html", "md", "json"):
+        body = " ".join((organism_audit / f"report-redacted.{suffix}").read_text("utf-8").split())
+        leaked = [s for s in sentences if " ".join(s.split()) in body]
+        assert leaked == [], suffix
+    page, errors = _open(browser, organism_audit / "report-redacted.html")
+    visible = " ".join(page.inner_text("body").split())
+    assert not [s for s in sentences if " ".join(s.split()) in visible]
+    assert "sha256" in visible and errors == []
+    page.close()
+
+
+def test_a_script_tag_in_a_reply_is_text(browser: Any, tmp_path: Path) -> None:
+    text = tmp_path / "text.jsonl"
+    text.write_text("".join(json.dumps({"id": f"t{i}", "text": f"Once {SCRIPT} upon "
+                                        + " ".join(f"w{j}" for j in range(30))}) + "\n"
+                            for i in range(3)), encoding="utf-8")
+    ctl = tmp_path / "ctl.jsonl"
+    ctl.write_text("".join(json.dumps({"id": f"c{i}", "text": " ".join(
+        f"v{i}x{j}" for j in range(30))}) + "\n" for i in range(9)), encoding="utf-8")
+    folder = _audit(tmp_path, "--text", str(text), "--controls", str(ctl), "--model",
+                    "scripted:echo", "--passage-words", "30", "--no-pearl", "--bootstrap",
+                    "0", "--no-cache")
+    findings = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    replies = [e["attempt"] for e in findings["models"][0]["evidence"]]
+    assert any(SCRIPT in r for r in replies)  # the reply really holds the tag
+    html = (folder / "report.html").read_text(encoding="utf-8")
+    assert SCRIPT not in html and "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html
+    page, errors = _open(browser, folder / "report.html")
+    page.click("details.evidence > summary")
+    assert page.evaluate("window.__pwned") is None
+    assert SCRIPT in page.inner_text("details.evidence pre.attempt")
+    assert errors == []
+    page.close()
