@@ -47,7 +47,7 @@ def create_demo(base: str, *, limit: int = 0, pearl: bool = False, cache: bool =
     runs = runs_dir or default_runs_dir()
     text, controls = demo_inputs(runs / "demo-inputs")
     settings = AuditSettings(passages=limit, controls=limit, passage_words=64,
-                             max_new_tokens=48, pearl=pearl, target_fpr=0.1,
+                             max_new_tokens=40, pearl=pearl, target_fpr=0.1,
                              n_bootstrap=200, cache=cache)
     return create_audit([str(text)], [base, ORGANISM], [str(controls)], settings,
                         runs_dir=runs, name="demo", controls_reason=CONTROLS_REASON)

@@ -11,6 +11,7 @@ from typing import Any
 
 GROUP_NAMES = {"text": "audited text", "control": "controls"}
 COLORS = {"text": "#c0392b", "control": "#2e86c1"}
+PALETTE = ["#c0392b", "#2e86c1", "#e67e22", "#16a085", "#8e44ad", "#7f8c8d"]
 
 
 def _go() -> Any:
@@ -104,10 +105,12 @@ def spans_chart(f: dict[str, Any]) -> tuple[str, Any] | None:
     if not models:
         return None
     fig = go.Figure()
+    palette = iter(PALETTE * len(models))
     for m in models:
         for g in ("text", "control"):
             fig.add_histogram(x=m["extraction"][g]["longest_spans"], opacity=0.6,
-                              name=f"{m['spec']} · {GROUP_NAMES[g]}", xbins={"size": 2})
+                              marker_color=next(palette), xbins={"size": 2},
+                              name=f"{m['spec']} · {GROUP_NAMES[g]}")
     return "chart-spans", _layout(fig, "Longest verbatim span per attempt (tokens)",
                                   barmode="overlay", xaxis={"title": "tokens"},
                                   yaxis={"title": "attempts"})
