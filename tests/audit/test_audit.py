@@ -107,3 +107,25 @@ def test_compare_two_audits(tmp_path: Path) -> None:
     assert [r[0] for r in table["rows"]] == [f.name for f in folders]
     assert [r[3] for r in table["rows"]] == ["0/2", "0/3"]
     assert "chart-compare" in (out / "compare.html").read_text(encoding="utf-8")
+
+
+def test_a_corpus_index_adds_tracing(tmp_path: Path) -> None:
+    """--corpus: SimpleTrace of the continuations; the echoing model's replies (the text's
+    own prefixes) are found in an index of the text, the controls' are not."""
+    text = _text(tmp_path)
+    assert main(["index", "build", str(text), str(tmp_path / "index")]) == 0
+    ctl = tmp_path / "ctl.jsonl"
+    ctl.write_text("".join(json.dumps({"id": f"c{i}", "text": " ".join(
+        f"c{i}w{j}" for j in range(30))}) + "\n" for i in range(9)), encoding="utf-8")
+    settings = AuditSettings(passage_words=30, pearl=False, cache=False, n_bootstrap=0,
+                             corpus=[str(tmp_path / "index")])
+    folder = create_audit([str(text)], ["scripted:echo"], [str(ctl)], settings,
+                          runs_dir=tmp_path / "runs")
+    assert "simpletrace" in load_manifest(folder)["models"][0]["methods"]
+    execute_audit(folder, say=lambda _: None)
+    assert main(["report", str(folder)]) == 0
+    f = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    groups = f["models"][0]["tracing"]["report"]["groups"]
+    assert groups["text"]["generations_with_spans"] == 3
+    assert groups["control"]["generations_with_spans"] == 0
+    assert "Tracing into the corpus" in (folder / "report.html").read_text(encoding="utf-8")

@@ -121,6 +121,7 @@ def _model(folder: Path, entry: dict[str, Any], manifest: dict[str, Any]) -> dic
         out["detection"] = dx
     if run := _run(folder, entry["runs"].get("trace")):
         out["tracing"] = _trace(run)
+        out["costs"].append(out["tracing"]["cost"])
     out["verdict"] = verdict(out, manifest["controls"])
     return out
 

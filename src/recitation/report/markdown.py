@@ -48,6 +48,10 @@ def _model(m: dict[str, Any]) -> list[str]:
             out.append(f"| {name} | {'yes' if name in det['primary'] else ''} | "
                        f"{d['flagged']}/{d['n']}{_ci(d['flagged_ci'])} | {_esc(bound)} | "
                        f"{_f(d['p_value'])} | {_f(d['auc'])}{_ci(d['auc_ci'])} |")
+    for g, r in ((m.get("tracing") or {}).get("report") or {}).get("groups", {}).items():
+        out.append(f"- tracing ({g}): {r['generations_with_spans']}/{r['total_generations']} "
+                   f"generations with corpus spans, full match {_f(r['full_match_ratio'])}, "
+                   f"mean NV recall {_f(r['avg_nv_recall'])}, {r['unique_total_docs']} documents")
     costs = ", ".join(f"{c['method']} {c['calls']} calls {c['seconds']:.1f} s "
                       f"${c['cost_usd']:.4f}" for c in m.get("costs", []))
     return out + ["", f"Cost: {costs}", ""]
