@@ -243,6 +243,14 @@ class _Server(ThreadingHTTPServer):
         self.fault_hook = fault_hook
         self.stopping = threading.Event()
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that vanished (killed, timed out) is logged, not printed as a traceback."""
+        err = sys.exc_info()[1]
+        if isinstance(err, ConnectionError | TimeoutError):
+            log.debug("client %s went away: %s", client_address, err)
+            return
+        super().handle_error(request, client_address)
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"

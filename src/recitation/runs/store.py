@@ -26,15 +26,19 @@ Every write commits at once; WAL with ``synchronous=NORMAL`` survives a killed p
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 from recitation.errors import StoreError
 from recitation.models.calllog import CallRecord
+
+log = logging.getLogger(__name__)
 
 __all__ = ["DB_NAME", "SCHEMA_VERSION", "CallRecord", "ResponseCache", "RunStore",
            "default_cache_path"]
@@ -84,6 +88,15 @@ CREATE TABLE IF NOT EXISTS events (
 """
 
 
+def store_error_message(path: Path, err: sqlite3.Error) -> str:
+    """What went wrong with the run store at ``path``, and what to do about it."""
+    full = getattr(err, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "full" in str(err)
+    if full:
+        return (f"run store {path}: the disk is full ({err}); results stored so far are kept "
+                f"- free some space, then continue with `recitation resume {path.parent}`")
+    return f"run store {path}: {err}"
+
+
 class RunStore:
     """A run's SQLite database. Safe to share between threads of one process."""
 
@@ -110,27 +123,40 @@ class RunStore:
                 f"schema {SCHEMA_VERSION}"
             )
 
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The store's lock; an SQLite failure (a full disk, a damaged file) becomes a
+        StoreError naming the store, and the failed transaction is rolled back (SQLite's
+        journal keeps the file as it was before it)."""
+        with self._lock:
+            try:
+                yield
+            except sqlite3.Error as e:
+                with suppress(sqlite3.Error):
+                    self._db.rollback()
+                raise StoreError(store_error_message(self.path, e)) from None
+
     # -- meta -------------------------------------------------------------------------
     def set_meta(self, key: str, value: Any) -> None:
-        with self._lock:
+        with self._locked():
             self._db.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, json.dumps(value))
             )
             self._db.commit()
 
     def get_meta(self, key: str, default: Any = None) -> Any:
-        with self._lock:
+        with self._locked():
             row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else default
 
     def all_meta(self) -> dict[str, Any]:
-        with self._lock:
+        with self._locked():
             rows = self._db.execute("SELECT key, value FROM meta").fetchall()
         return {k: json.loads(v) for k, v in rows}
 
     # -- calls ------------------------------------------------------------------------
     def record_call(self, call: CallRecord) -> None:
-        with self._lock:
+        with self._locked():
             self._db.execute(
                 "INSERT INTO calls(key, kind, backend, model, request, response, input_tokens,"
                 " output_tokens, latency_s, cost_usd, source, error, attempts, created)"
@@ -146,7 +172,7 @@ class RunStore:
 
     def lookup_call(self, key: str, nth: int = 0) -> dict[str, Any] | None:
         """The response of the ``nth`` successful call with this hash, if the run made one."""
-        with self._lock:
+        with self._locked():
             row = self._db.execute(
                 "SELECT response FROM calls WHERE key = ? AND error IS NULL"
                 " AND response IS NOT NULL ORDER BY id LIMIT 1 OFFSET ?",
@@ -155,7 +181,7 @@ class RunStore:
         return json.loads(row[0]) if row else None
 
     def call_totals(self) -> dict[str, Any]:
-        with self._lock:
+        with self._locked():
             row = self._db.execute(
                 "SELECT COUNT(*), COALESCE(SUM(input_tokens),0), COALESCE(SUM(output_tokens),0),"
                 " COALESCE(SUM(cost_usd),0), COALESCE(SUM(latency_s),0),"
@@ -170,14 +196,14 @@ class RunStore:
         }
 
     def calls(self) -> list[dict[str, Any]]:
-        with self._lock:
+        with self._locked():
             cur = self._db.execute("SELECT * FROM calls ORDER BY id")
             names = [d[0] for d in cur.description]
             return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
     # -- results ----------------------------------------------------------------------
     def put_result(self, item_id: str, kind: str, record: dict[str, Any]) -> None:
-        with self._lock:
+        with self._locked():
             self._db.execute(
                 "INSERT OR REPLACE INTO results(item_id, kind, record, created) VALUES (?,?,?,?)",
                 (item_id, kind, json.dumps(record), time.time()),
@@ -185,18 +211,18 @@ class RunStore:
             self._db.commit()
 
     def has_result(self, item_id: str) -> bool:
-        with self._lock:
+        with self._locked():
             row = self._db.execute(
                 "SELECT 1 FROM results WHERE item_id = ?", (item_id,)
             ).fetchone()
         return row is not None
 
     def done_items(self) -> set[str]:
-        with self._lock:
+        with self._locked():
             return {r[0] for r in self._db.execute("SELECT item_id FROM results")}
 
     def results(self, kind: str | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
-        with self._lock:
+        with self._locked():
             if kind is None:
                 rows = self._db.execute(
                     "SELECT item_id, record FROM results ORDER BY rowid"
@@ -211,7 +237,7 @@ class RunStore:
     # -- items and snapshot -------------------------------------------------------------
     def put_items(self, items: list[tuple[str, dict[str, Any]]]) -> None:
         """Store the job's work items ``(id, payload)`` in order (replacing any)."""
-        with self._lock:
+        with self._locked():
             self._db.execute("DELETE FROM items")
             self._db.executemany(
                 "INSERT INTO items(position, item_id, payload) VALUES (?,?,?)",
@@ -222,26 +248,26 @@ class RunStore:
 
     def items(self) -> list[tuple[str, dict[str, Any]]]:
         """The stored work items ``(id, payload)`` in order (empty for an older run)."""
-        with self._lock:
+        with self._locked():
             rows = self._db.execute(
                 "SELECT item_id, payload FROM items ORDER BY position").fetchall()
         return [(item_id, json.loads(payload)) for item_id, payload in rows]
 
     def set_snapshot(self, snapshot: dict[str, Any]) -> None:
-        with self._lock:
+        with self._locked():
             self._db.execute("DELETE FROM snapshot")
             self._db.executemany("INSERT INTO snapshot(key, value) VALUES (?, ?)",
                                  [(k, json.dumps(v)) for k, v in snapshot.items()])
             self._db.commit()
 
     def snapshot(self) -> dict[str, Any]:
-        with self._lock:
+        with self._locked():
             rows = self._db.execute("SELECT key, value FROM snapshot").fetchall()
         return {k: json.loads(v) for k, v in rows}
 
     # -- events -----------------------------------------------------------------------
     def log_event(self, level: str, message: str, item_id: str | None = None) -> None:
-        with self._lock:
+        with self._locked():
             self._db.execute(
                 "INSERT INTO events(level, item_id, message, created) VALUES (?,?,?,?)",
                 (level, item_id, message, time.time()),
@@ -249,7 +275,7 @@ class RunStore:
             self._db.commit()
 
     def events(self) -> list[dict[str, Any]]:
-        with self._lock:
+        with self._locked():
             rows = self._db.execute(
                 "SELECT level, item_id, message, created FROM events ORDER BY id"
             ).fetchall()
@@ -290,12 +316,18 @@ class ResponseCache:
         return json.loads(row[0]) if row else None
 
     def put(self, key: str, kind: str, response: dict[str, Any]) -> None:
+        """Store a response; the cache is an optimisation, so a failed write (a full disk)
+        is logged and the run goes on."""
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO responses(key, kind, response, created) VALUES (?,?,?,?)",
-                (key, kind, json.dumps(response), time.time()),
-            )
-            self._db.commit()
+            try:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO responses(key, kind, response, created)"
+                    " VALUES (?,?,?,?)", (key, kind, json.dumps(response), time.time()))
+                self._db.commit()
+            except sqlite3.Error as e:
+                with suppress(sqlite3.Error):
+                    self._db.rollback()
+                log.warning("response cache %s: not written (%s)", self.path, e)
 
     def close(self) -> None:
         with self._lock:
