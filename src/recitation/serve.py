@@ -123,6 +123,7 @@ class FaultAction:
 
 
 FaultHook = Callable[[RequestInfo], FaultAction | None]
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 # -- the HTTP layer ---------------------------------------------------------------------
@@ -534,7 +535,12 @@ def add_serve_parser(subparsers: argparse._SubParsersAction) -> None:  # type: i
     )
     p.add_argument("--backend", default=None, choices=["local"],
                    help="deprecated alias: write --model local:NAME")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to bind (default 127.0.0.1); another than a loopback "
+                   "address needs --allow-remote")
+    p.add_argument("--allow-remote", action="store_true",
+                   help="allow --host to be a non-loopback address: anyone who can reach it "
+                   "may use the model (no API key is checked)")
     p.add_argument("--port", type=int, default=8000, help="port (0: any free port)")
     p.add_argument(
         "--threads", type=int, default=None, help="CPU threads for the local model (default: all)"
@@ -547,12 +553,16 @@ def serve_command(args: argparse.Namespace) -> int:
     from recitation.models.config import resolve_model_spec
     from recitation.models.local import LocalModel
 
+    if args.host not in LOOPBACK and not getattr(args, "allow_remote", False):
+        raise ConfigError(f"serve --host {args.host}: not a loopback address; the server "
+                          f"checks no API key, so anyone who can reach {args.host} could use "
+                          f"the model. Pass --allow-remote to serve there anyway.")
     cfg = resolve_model_spec(args.model, backend=getattr(args, "backend", None))
     if cfg["backend"] != "local":
         raise ConfigError(f"serve --model '{args.model}': only local models can be served "
                           f"(backend '{cfg['backend']}' is already an API); use local:NAME")
     model = LocalModel(cfg["model"], threads=getattr(args, "threads", None))
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
+    if args.host not in LOOPBACK:
         log.warning("serving on %s: the server checks no API key", args.host)
     try:
         handle = start_server(model, args.host, args.port, record_requests=False)
