@@ -85,6 +85,8 @@ def test_terminal_errors_are_recorded_and_resume_finishes(tmp_path: Path) -> Non
         out = asyncio.run(execute(run_dir, use_cache=False))
         assert out.status == "completed" and out.done_items == n
         assert len(healthy.completed) == r.terminal_errors  # only the failed ones sent
+        again = asyncio.run(execute(run_dir, use_cache=False))  # nothing left: no call
+        assert again.status == "completed" and len(healthy.completed) == r.terminal_errors
     with RunStore(run_dir) as s:
         after = dict(s.results("prefix_probe"))
     assert len(after) == n and all(after[k] == v for k, v in kept.items())

@@ -284,6 +284,8 @@ async def _run_all(chunks: list[Coroutine[Any, Any, list[str]]]) -> list[str]:
     raises (budget used up, interrupted) stops the rest: those not started are cancelled,
     those under way finish first (their records are stored), then the error is re-raised."""
     tasks = [asyncio.ensure_future(c) for c in chunks]
+    if not tasks:  # nothing left to do (a resumed run that had finished)
+        return []
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
     finally:
