@@ -21,7 +21,7 @@ pytestmark = pytest.mark.model
 def demo(tmp_path: Path, shared: Path, *extra: str) -> str:
     env = dict(os.environ, RECITATION_CACHE_DIR=str(tmp_path / "cache"), COLUMNS="200",
                RECITATION_DATA=str(shared))
-    p = subprocess.run([sys.executable, "-m", "recitation.cli", "demo", "--limit", "6",
+    p = subprocess.run([sys.executable, "-m", "recitation.cli", "demo", "--limit", "4",
                         "--runs-dir", str(tmp_path / "runs"), *extra],
                        env=env, capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -31,12 +31,12 @@ def demo(tmp_path: Path, shared: Path, *extra: str) -> str:
 def test_demo_twice_second_from_cache(tmp_path: Path, shared_data: Path) -> None:
     first = demo(tmp_path, shared_data)
     assert "Audit verdict" in first
-    row = {m: re.search(rf"{re.escape(m)}\s*│\s*([^│]+?)\s*│\s*(\d+)/6\s*│\s*(\d+)/6", first)
+    row = {m: re.search(rf"{re.escape(m)}\s*│\s*([^│]+?)\s*│\s*(\d+)/4\s*│\s*(\d+)/4", first)
            for m in ("smollm2", "organism:quick:epoch2")}
     assert all(row.values()), first
     base, org = row["smollm2"], row["organism:quick:epoch2"]
     assert org is not None and base is not None
-    assert org.group(1).startswith("memorized") and int(org.group(2)) >= 3
+    assert org.group(1).startswith("memorized") and int(org.group(2)) >= 2
     assert not base.group(1).startswith("memorized") and base.group(2) == "0"
     assert org.group(3) == "0" and base.group(3) == "0"  # no control reproduced
     html = Path(re.search(r"report: (\S+report\.html)", first).group(1))  # type: ignore[union-attr]

@@ -52,6 +52,7 @@ def _model(m: dict[str, Any]) -> list[str]:
         out.append(f"- tracing ({g}): {r['generations_with_spans']}/{r['total_generations']} "
                    f"generations with corpus spans, full match {_f(r['full_match_ratio'])}, "
                    f"mean NV recall {_f(r['avg_nv_recall'])}, {r['unique_total_docs']} documents")
+    out += [f"- detect run: {_esc(w)}" for w in (det or {}).get("warnings", [])]
     costs = ", ".join(f"{c['method']} {c['calls']} calls {c['seconds']:.1f} s "
                       f"${c['cost_usd']:.4f}" for c in m.get("costs", []))
     return out + ["", f"Cost: {costs}", ""]
