@@ -29,7 +29,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from recitation.bench.extraction import extract_errors, extract_rows, method_cost_rows
+from recitation.bench.extraction import (
+    extract_errors,
+    extract_rows,
+    extract_selection,
+    method_cost_rows,
+)
 from recitation.bench.groundtruth import (
     GroundTruthConfig,
     Progress,
@@ -188,9 +193,10 @@ def analyse(cfg: GroundTruthConfig, manifest: dict[str, Any], passages: Sequence
     agentic_costs: list[dict[str, Any]] = []
     for o in outcomes:
         if o.unit == "extract":
-            agentic += extract_rows(o, by_id, cfg.extract_methods)
+            chosen = {p.id: p for p in extract_selection(passages, cfg.extract_passages)}
+            agentic += extract_rows(o, chosen, cfg.extract_methods)
             agentic_costs += method_cost_rows(o)
-            errors += [f"epoch {o.epoch} extract: {e}" for e in extract_errors(o, by_id)]
+            errors += [f"epoch {o.epoch} extract: {e}" for e in extract_errors(o, chosen)]
             continue
         scores = prefix_scores(o) if o.unit == "prefix" else detector_scores(o)
         if o.unit == "prefix":

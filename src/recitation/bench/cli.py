@@ -48,6 +48,9 @@ def add_bench_parser(sub: Any) -> None:
                    "unit (DSP, RECAP, RECAP + filter); e.g. smollm2 or openai:MODEL@URL")
     g.add_argument("--extract-epochs", type=int, nargs="+", default=None, metavar="E",
                    help="checkpoints of the extract unit (default: the first and the last)")
+    g.add_argument("--extract-passages", type=int, default=None, metavar="N",
+                   help="the extract unit on the first N passages of each dose and of the "
+                   "non-members (default: all)")
     g.add_argument("--extract-rounds", type=int, default=None, metavar="N",
                    help="RECAP feedback rounds at most (default 5, the paper's)")
     g.add_argument("--no-reference", action="store_true",
@@ -77,6 +80,7 @@ def make_bench_config(args: argparse.Namespace) -> Any:
               "pearl_max_intensity": args.pearl_max_intensity,
               "reference": False if args.no_reference else None,
               "helper": args.helper, "extract_rounds": args.extract_rounds,
+              "extract_passages": args.extract_passages,
               "extract_epochs": tuple(args.extract_epochs) if args.extract_epochs else None,
               "n_bootstrap": args.bootstrap, "seed": args.seed}
     try:

@@ -30,6 +30,23 @@ BOOK_NAME = "Ground_truth_passages_-_PDNC"
 _WS = re.compile(r"\s+")
 
 
+def extract_selection(passages: Sequence[Passage], per_group: int | None) -> list[Passage]:
+    """The passages the extract unit runs on: all, or the first ``per_group`` of each dose
+    group and of the non-members (in the split's order, which is seeded)."""
+    if per_group is None:
+        return list(passages)
+    from recitation.bench.groundtruth import group_of
+
+    taken: dict[str, int] = {}
+    out = []
+    for p in passages:
+        g = group_of(p)
+        if taken.get(g, 0) < per_group:
+            taken[g] = taken.get(g, 0) + 1
+            out.append(p)
+    return out
+
+
 def write_book(passages: Sequence[Passage], path: Path) -> Path:
     """An EchoTrace summary file: one chapter per passage, one (unsummarized) event each."""
     chapters = []

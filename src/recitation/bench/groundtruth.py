@@ -74,6 +74,7 @@ class GroundTruthConfig(BaseModel):
     extract_methods: tuple[str, ...] = ("dsp", "recap", "recap_filter")
     extract_epochs: tuple[int, ...] | None = None  # None: the first and the last checkpoint
     extract_rounds: int = Field(5, ge=0)  # feedback rounds at most (the paper's 5)
+    extract_passages: int | None = Field(None, ge=1)  # per dose group and non-members
     helper_max_tokens: int = Field(256, ge=16)  # summary and hint replies (CPU budget)
     summary_attempts: int = Field(1, ge=1)  # the summary agent's asks (released: 3)
     filter_epochs: int = Field(20, ge=1)  # the filter's parrot training, epoch-bounded
@@ -119,7 +120,8 @@ class UnitOutcome:
 
 
 # -- the data ------------------------------------------------------------------------------
-def sample_files(passages: Sequence[Passage], out: Path) -> dict[str, Path]:
+def sample_files(passages: Sequence[Passage], out: Path,
+                 extract_passages: int | None = None) -> dict[str, Path]:
     """``members.jsonl`` / ``nonmembers.jsonl`` (detect samples) and ``passages.jsonl``
     (prefix probing; ``group`` = ``dose<d>`` or ``nonmember``) under ``out/data``."""
     data = out / "data"
@@ -132,9 +134,10 @@ def sample_files(passages: Sequence[Passage], out: Path) -> dict[str, Path]:
                                    [{"id": p.id, "text": p.text} for p in ps])
     files["passages"] = _write_jsonl(data / "passages.jsonl", [
         {"id": p.id, "text": p.text, "group": group_of(p)} for p in passages])
-    from recitation.bench.extraction import write_book
+    from recitation.bench.extraction import extract_selection, write_book
 
-    files["book"] = write_book(passages, data / "book.json")
+    files["book"] = write_book(extract_selection(passages, extract_passages),
+                               data / f"book{extract_passages or ''}.json")
     return files
 
 
@@ -295,7 +298,7 @@ def run_units(cfg: GroundTruthConfig, out: Path, *, progress: Progress | None = 
     checkpoints = {e: organism_checkpoint(f"{cfg.organism}:epoch{e}") for e in all_epochs}
     ids = checkpoint_ids(manifest)
     out.mkdir(parents=True, exist_ok=True)
-    files = sample_files(passages, out)
+    files = sample_files(passages, out, cfg.extract_passages)
     tokens = int(manifest["config"]["passage_tokens"])
     outcomes: list[UnitOutcome] = []
     # the cheap scoring units on every checkpoint first, generation (prefix, PEARL) last:
