@@ -43,7 +43,7 @@ def _model(m: dict[str, Any]) -> list[str]:
         out += ["", "| detector | primary | flagged text | FPR bound | binomial p | ROC AUC |",
                 "|---|---|---|---|---|---|"]
         for name, d in sorted(det["detectors"].items()):
-            bound = (f"<= {_f(d['fpr_bound'])}{_ci(d['fpr_ci'])}" if d["reachable"]
+            bound = (f"≤ {_f(d['fpr_bound'])}{_ci(d['fpr_ci'])}" if d["reachable"]
                      else "not reachable")
             out.append(f"| {name} | {'yes' if name in det['primary'] else ''} | "
                        f"{d['flagged']}/{d['n']}{_ci(d['flagged_ci'])} | {_esc(bound)} | "
