@@ -169,6 +169,11 @@ METHODS: dict[str, Entry] = {
     # probes
     "prefix_probe": Entry("probe", "prefix_probe",
                           "recitation.extract.prefix_probe:PREFIX_PROBE"),
+    # book memorization probes and the quotation-attribution task (recitation probe / task)
+    "name_cloze": Entry("probe", "name_cloze", "recitation.probes.name_cloze:NAME_CLOZE"),
+    "csg": Entry("probe", "csg", "recitation.probes.csg:CSG"),
+    "quote_attribution": Entry("probe", "quote_attribution",
+                               "recitation.probes.quote_attribution:QUOTE_ATTRIBUTION"),
     # detectors (recitation detect --detectors FAMILY)
     "loss": _d("whitebox", _WB),
     "zlib": _d("whitebox", _WB),

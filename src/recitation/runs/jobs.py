@@ -145,6 +145,9 @@ JOBS: dict[str, str] = {
     "extract": "recitation.extract.job:ExtractJob",
     "trace": "recitation.trace.job:TraceJob",
     "propme": "recitation.trace.propme_job:PropmeJob",
+    "name_cloze": "recitation.probes.name_cloze:NameClozeJob",
+    "csg": "recitation.probes.csg:CsgJob",
+    "quote_attribution": "recitation.probes.quote_attribution:QuoteAttributionJob",
 }
 
 

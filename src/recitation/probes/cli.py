@@ -1,0 +1,81 @@
+"""``recitation probe name-cloze|csg`` and ``recitation task quote-attribution``: each makes
+one resumable run (``recitation resume RUN`` continues it)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from recitation.runs.console import console, execute_and_print
+
+_JOBS = {"name-cloze": "name_cloze", "csg": "csg", "quote-attribution": "quote_attribution"}
+
+
+def _run(job: str, args: argparse.Namespace, params: dict[str, Any]) -> int:
+    from recitation.models.config import parse_model_spec
+    from recitation.runs.config import parse_config
+    from recitation.runs.runner import create_run
+
+    params["novels"] = [str(Path(d).resolve()) for d in args.novels]
+    cfg = parse_config({"job": job, "name": job, "seed": args.seed,
+                        "model": parse_model_spec(args.model), "params": params}, source=job)
+    run_dir = create_run(cfg, args.runs_dir)
+    console.print(f"run directory: {run_dir}")
+    return execute_and_print(run_dir)
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    params: dict[str, Any] = {"n": args.n, "max_new_tokens": args.max_new_tokens}
+    return _run(_JOBS[args.probe], args, params)
+
+
+def cmd_task(args: argparse.Namespace) -> int:
+    params: dict[str, Any] = {"chunk_tokens": args.chunk_tokens,
+                              "stride_tokens": args.stride_tokens, "strategy": args.strategy,
+                              "min_quotes": args.min_quotes,
+                              "max_new_tokens": args.max_new_tokens}
+    if args.max_chapters:
+        params["max_chapters"] = args.max_chapters
+    return _run("quote_attribution", args, params)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--novels", nargs="+", required=True, metavar="DIR",
+                   help="novel folders in PDNC format (novel_text.txt, quotation_info.csv, "
+                   "character_info.csv)")
+    p.add_argument("--model", default="smollm2", metavar="SPEC",
+                   help="model spec, backend:model[@url] (default: the embedded SmolLM2)")
+    p.add_argument("--seed", type=int, default=0, help="sampling of passages and quotes")
+    p.add_argument("--runs-dir", type=Path, default=None)
+
+
+def add_probe_parser(sub: Any) -> None:
+    probe = sub.add_parser("probe", help="book memorization probes on PDNC-format novels "
+                           "(docs/probes.md)")
+    psub = probe.add_subparsers(dest="probe_cmd", required=True)
+    for name, helptext in (("name-cloze", "name cloze: the masked character name"),
+                           ("csg", "Corrupted-Speaker-Guessing")):
+        p = psub.add_parser(name, help=helptext)
+        _common(p)
+        p.add_argument("--n", type=int, default=100, help="passages per novel (name cloze) "
+                       "or quotes per quote type and novel (CSG); the paper: 100")
+        p.add_argument("--max-new-tokens", type=int, default=50)
+        p.set_defaults(func=cmd_probe, probe=name)
+
+
+def add_task_parser(sub: Any) -> None:
+    task = sub.add_parser("task", help="downstream tasks (quotation attribution)")
+    tsub = task.add_subparsers(dest="task_cmd", required=True)
+    p = tsub.add_parser("quote-attribution", help="attribute every quote of each chapter")
+    _common(p)
+    p.add_argument("--chunk-tokens", type=int, default=4096,
+                   help="chunk length in the model's tokens (the paper: 4096; use less for "
+                   "a small context window)")
+    p.add_argument("--stride-tokens", type=int, default=1024, help="overlap of chunks")
+    p.add_argument("--strategy", choices=["incremental", "first"], default="incremental")
+    p.add_argument("--min-quotes", type=int, default=10)
+    p.add_argument("--max-chapters", type=int, default=0,
+                   help="only the first N chapters with quotes of each novel (0: all)")
+    p.add_argument("--max-new-tokens", type=int, default=512)
+    p.set_defaults(func=cmd_task)

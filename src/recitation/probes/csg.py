@@ -1,0 +1,267 @@
+"""Corrupted-Speaker-Guessing (Michel et al. 2025, section 5 and appendix B), automatic.
+
+For a quote of a non-minor character: the passage is the 10 sentences before and after the
+quote (:func:`recitation.probes.novel.sentence_spans`; the authors: spaCy). Every whole-word
+mention of the speaker's main name or aliases (longest first) is replaced by a
+gender-matched name that does not occur in the novel: first names Henry / Joseph (M),
+Emma / Elizabeth (F), last names Stone / Walker / Smith (when all of a list occur in the
+novel, ours: :data:`MORE_FIRST_NAMES`, :data:`MORE_LAST_NAMES`); honorifics are kept
+(``Miss Bates -> Miss Smith``); a one-word alias without honorific that is the first word
+of a longer name of the character (or the whole name of a one-word character) becomes the
+first name, other one-word names the last name. The authors chose the
+replacements by hand (``id2replacements.pkl``); characters of another gender (X, U) are
+skipped. At least one mention must be replaced in the passage.
+
+Explicit quotes: the speaker's name in the referring expression nearest the quote
+(``said Anne``) is masked and the cloze prompt asks for it (figure 3); other quotes use the
+free prompt (figures 5-6). Prompts are the authors' text (``prompts/*.txt``). A prediction
+(``<speaker>...</speaker>``) equal to a name of the true speaker is a memorization hit; equal
+to a replacement name a reasoning hit (exact matches, as ``pred in gold``).
+CSG-Memorization / -Reasoning: the mean over quote types of the per-type accuracies.
+"""
+
+from __future__ import annotations
+
+import bisect
+import random
+import re
+from collections import defaultdict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from recitation.corpus.pdnc import PdncCharacter, PdncNovel, Quotation
+from recitation.errors import ConfigError
+from recitation.methods import Access, Calls, MethodInfo, require_access
+from recitation.models.base import GenerationRequest, Model
+from recitation.probes.novel import (
+    book_phrase,
+    load_novel,
+    name_pattern,
+    names_of,
+    novel_meta,
+    occurs,
+    parse_tag,
+    sentence_spans,
+    split_honorific,
+)
+from recitation.runs.jobs import Job, Table, WorkItem
+
+FIRST_NAMES = {"M": ("Henry", "Joseph"), "F": ("Emma", "Elizabeth")}
+LAST_NAMES = ("Stone", "Walker", "Smith")
+"""The paper's names, tried first."""
+MORE_FIRST_NAMES = {"M": ("Arthur", "Frank", "Edwin", "Oscar"),
+                    "F": ("Clara", "Alice", "Edith", "Agnes")}
+MORE_LAST_NAMES = ("Hartley", "Fenwick", "Ashby", "Marlow")
+"""Ours: tried when every name of the paper's lists occurs in the novel (Persuasion has
+both Emma and Elizabeth; the authors chose by hand)."""
+QUOTE_TYPES = ("Explicit", "Anaphoric", "Implicit")
+
+_HEAD = ("You will be given a passage of {book} that you have seen in your training data. ")
+EXPLICIT_PROMPT = _HEAD + (
+    "Find the proper name that fills the [MASK] token. This name is a proper name (not a "
+    "pronoun or any other word). You must make a guess, even if you are uncertain. Do not "
+    "explain your reasoning.\n\nYou must format your answer in <speaker>[SPEAKER]<\\speaker> "
+    "tags.\n\nPassage:\n{passage}\n\nTarget quote:\n\"{quote}\"")
+OTHER_PROMPT = _HEAD + (
+    "Find the true speaker name of the target quote. This name is a proper name (not a "
+    "pronoun or any other word). You must make a guess, even if you are uncertain. Do not "
+    "explain your reasoning.\n\nYou must format your answer in <speaker>[SPEAKER]<\\speaker> "
+    "tags.\n\nPassage:\n{passage}\n\nTarget quote:\n\"{quote}\"")
+
+
+def replacement_names(character: PdncCharacter, text: str) -> dict[str, str] | None:
+    """Alias -> replacement for ``character``, names absent from ``text``; None when the
+    gender has no name list or every combination occurs in the novel."""
+    firsts = [f for f in (*FIRST_NAMES.get(character.gender, ()),
+                          *MORE_FIRST_NAMES.get(character.gender, ())) if not occurs(text, f)]
+    lasts = [s for s in (*LAST_NAMES, *MORE_LAST_NAMES) if not occurs(text, s)]
+    if not firsts or not lasts:
+        return None
+    first, last = firsts[0], lasts[0]
+    rests = [split_honorific(n) for n in names_of(character)]
+    given = {r.split()[0] for _, r in rests if len(r.split()) > 1}
+    given |= {r for h, r in rests if not h and len(character.name.split()) == 1}
+    own = set(names_of(character))
+    out = {}
+    for alias, (hon, rest) in zip(names_of(character), rests, strict=True):
+        if not rest:
+            continue
+        if len(rest.split()) > 1:
+            new = f"{first} {last}"
+        elif not hon and rest in given:
+            new = first
+        else:
+            new = last
+        hon = " ".join(w for w in hon.split() if w not in own)  # "Admiral" can be a name
+        out[alias] = f"{hon} {new}".strip()
+    return out
+
+
+def corrupt(text: str, mapping: Mapping[str, str]) -> tuple[str, int]:
+    """``text`` with every whole-word alias replaced (longest first, one pass); the count."""
+    if not mapping:
+        return text, 0
+    pat = name_pattern(list(mapping))
+    return pat.subn(lambda m: mapping[m.group()], text)
+
+
+def _quote_span(q: Quotation) -> tuple[int, int]:
+    return q.spans[0][0], q.spans[-1][1]
+
+
+def _window(sents: list[tuple[int, int]], a: int, b: int, k: int) -> tuple[int, int]:
+    ends = [e for _, e in sents]
+    first = min(bisect.bisect_right(ends, a), len(sents) - 1)
+    last = min(bisect.bisect_left(ends, b), len(sents) - 1)
+    return sents[max(0, first - k)][0], sents[min(len(sents) - 1, last + k)][1]
+
+
+def _mask(passage: str, offset: int, q: Quotation, names: list[str]) -> str | None:
+    """The passage with the speaker's name in the referring expression nearest the quote
+    masked, or None when the expression or a name in it is not found."""
+    ref = q.referring_expression.strip()
+    if not ref:
+        return None
+    qa, qb = _quote_span(q)
+    best = None
+    for m in re.finditer(re.escape(ref), passage):
+        d = min(abs(m.start() + offset - qb), abs(m.end() + offset - qa))
+        if best is None or d < best[0]:
+            best = (d, m)
+    if best is None:
+        return None
+    m = best[1]
+    hit = name_pattern(names).search(passage, m.start(), m.end())
+    if hit is None:
+        return None
+    return passage[:hit.start()] + "[MASK]" + passage[hit.end():]
+
+
+def csg_item(novel: PdncNovel, q: Quotation, sents: list[tuple[int, int]],
+             context: int = 10, cache: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The corrupted passage of one quote, or None when it cannot be built (``cache``:
+    replacement names by character, kept across the quotes of one novel)."""
+    c = novel.character(q.speaker)
+    if c is None or c.category == "minor" or q.quote_type not in QUOTE_TYPES:
+        return None
+    cache = {} if cache is None else cache
+    if c.id not in cache:
+        cache[c.id] = replacement_names(c, novel.text)
+    mapping = cache[c.id]
+    if not mapping:
+        return None
+    a, b = _window(sents, *_quote_span(q), context)
+    passage = novel.text[a:b]
+    if q.quote_type == "Explicit":
+        masked = _mask(passage, a, q, list(mapping))
+        if masked is None:
+            return None
+        passage = masked
+    corrupted, count = corrupt(passage, mapping)
+    if count == 0:
+        return None
+    quote, _ = corrupt(q.text, mapping)
+    return {"novel": novel.folder, "quote_id": q.id, "quote_type": q.quote_type,
+            "speaker": c.name, "gold": names_of(c), "corrupted": sorted(set(mapping.values())),
+            "passage": corrupted, "quote": quote}
+
+
+class CsgParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    novels: list[str] = Field(default_factory=list, description="PDNC-format novel folders")
+    n: int = Field(100, ge=1, description="quotes per quote type and novel (the paper: 100)")
+    context_sentences: int = Field(10, ge=0)
+    max_new_tokens: int = Field(50, ge=1, description="the authors: 50")
+
+
+class CsgJob(Job):
+    name = "csg"
+    description = "Corrupted-Speaker-Guessing: the true speaker despite a corrupted passage"
+    Params = CsgParams
+    params: CsgParams
+
+    def items(self) -> list[WorkItem]:
+        p = self.params
+        if not p.novels:
+            raise ConfigError("csg: params.novels is empty; give novel folders")
+        out = []
+        for folder in p.novels:
+            novel = load_novel(folder)
+            book = book_phrase(novel_meta(folder))
+            sents = sentence_spans(novel.text)
+            by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
+            cache: dict[str, Any] = {}
+            for q in novel.quotations:
+                if (it := csg_item(novel, q, sents, p.context_sentences, cache)) is not None:
+                    by_type[it["quote_type"]].append({**it, "book": book})
+            rng = random.Random(f"{self.seed}:{novel.folder}")
+            for qt in QUOTE_TYPES:
+                for it in rng.sample(by_type[qt], min(p.n, len(by_type[qt]))):
+                    out.append(WorkItem(f"{novel.folder}/{it['quote_id']}", it))
+        return out
+
+    def input_files(self) -> dict[str, Path]:
+        return {f"novel{i}": Path(f) / "quotation_info.csv"
+                for i, f in enumerate(self.params.novels)}
+
+    async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
+        require_access(["csg"], model.capabilities, model.backend)
+        reqs = []
+        for it in items:
+            x = it.payload
+            tmpl = EXPLICIT_PROMPT if x["quote_type"] == "Explicit" else OTHER_PROMPT
+            reqs.append(GenerationRequest.chat(
+                tmpl.format(book=x["book"], passage=x["passage"], quote=x["quote"]),
+                max_tokens=self.params.max_new_tokens, temperature=0.0))
+        gens = await model.generate(reqs)
+        out = []
+        for it, g in zip(items, gens, strict=True):
+            pred = parse_tag(g.text, "speaker")
+            out.append({**it.payload, "output": g.text, "prediction": pred,
+                        "memorization": pred in it.payload["gold"],
+                        "reasoning": pred not in it.payload["gold"]
+                        and pred in it.payload["corrupted"]})
+        return out
+
+    def summarize(self, records: list[tuple[str, dict[str, Any]]]) -> Table:
+        scores = csg_scores([r for _, r in records])
+        rows = [[n, s["quotes"], f"{s['csg_memorization']:.3f}",
+                 f"{s['csg_memorization_cloze']:.3f}", f"{s['csg_reasoning']:.3f}"]
+                for n, s in sorted(scores.items())]
+        return Table("Corrupted-Speaker-Guessing", ["novel", "quotes", "CSG-M", "CSG-M (cloze)",
+                                                   "CSG-R"], rows)
+
+
+def csg_scores(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per novel: per-type accuracies, and CSG-M / CSG-R as their mean over the types
+    present; CSG-M (cloze) = the explicit type's (NaN when there is none)."""
+    by: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        by[r["novel"]][r["quote_type"]].append(r)
+    out = {}
+    for novel, types in by.items():
+        mem = {t: sum(bool(r["memorization"]) for r in rs) / len(rs) for t, rs in types.items()}
+        rea = {t: sum(bool(r["reasoning"]) for r in rs) / len(rs) for t, rs in types.items()}
+        out[novel] = {"quotes": sum(len(rs) for rs in types.values()),
+                      "memorization_by_type": mem, "reasoning_by_type": rea,
+                      "csg_memorization": sum(mem.values()) / len(mem),
+                      "csg_memorization_cloze": mem.get("Explicit", float("nan")),
+                      "csg_reasoning": sum(rea.values()) / len(rea)}
+    return out
+
+
+def _calls(p: Mapping[str, Any]) -> Calls:
+    return Calls(generate=1)
+
+
+CSG = MethodInfo(
+    name="csg", kind="probe", title="Corrupted-Speaker-Guessing",
+    paper="Michel et al. 2025 (quotation attribution, section 5 and appendix B)",
+    access=frozenset({Access.GENERATE}), writes=("output", "memorization", "reasoning"),
+    calls=_calls, calls_formula="1 generation", job="csg", family="csg", unit="sample",
+    select="probe csg", options=("n", "context_sentences", "max_new_tokens"),
+    summary="the speaker of a quote in a passage where the speaker's names are replaced; "
+    "the true name = memorization, the replacement = reasoning (per quote type, averaged)")

@@ -1,0 +1,241 @@
+"""Name cloze, CSG and quotation attribution: the text transformations, checked by hand and
+on real PDNC novels (name replacement, chunk coverage, exact alias mapping), and the jobs on
+a scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from recitation.corpus.pdnc import PdncCharacter
+from recitation.errors import ConfigError
+from recitation.models.base import GenerationRequest
+from recitation.models.scripted import ScriptedModel
+from recitation.probes import csg, name_cloze
+from recitation.probes import quote_attribution as qa
+from recitation.probes.novel import (
+    load_novel,
+    names_of,
+    novel_meta,
+    occurs,
+    parse_tag,
+    sentence_spans,
+    split_honorific,
+)
+from recitation.runs.jobs import make_job
+
+TINY = Path(__file__).parent / "data" / "tiny_novel"
+NEW_NAMES = {n for ns in (*csg.FIRST_NAMES.values(), *csg.MORE_FIRST_NAMES.values(),
+                         csg.LAST_NAMES, csg.MORE_LAST_NAMES) for n in ns}
+NOVELS = ["Persuasion", "Emma", "AlicesAdventuresInWonderland", "HardTimes"]
+
+
+def run(job: Any, model: Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = asyncio.run(job.run_items(job.items(), model))
+    return out
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def test_sentences_do_not_end_at_honorifics() -> None:
+    text = 'Mr. Smith came. "Hello!" said Mrs. Jones. She left\n\nNew para.'
+    got = [text[a:b] for a, b in sentence_spans(text)]
+    assert got == ["Mr. Smith came.", '"Hello!" said Mrs. Jones.', "She left", "New para."]
+
+
+def test_parse_tag_as_the_authors() -> None:
+    assert parse_tag("<name>Anne</name>", "name") == "Anne"
+    assert parse_tag("<speaker>[Wentworth]<\\speaker>", "speaker") == "Wentworth"
+    assert parse_tag("The answer: Emma", "name") == "Emma"
+    assert parse_tag("no idea", "name") is None
+
+
+def test_metadata_from_pdnc_index_or_folder(shared_data: Path) -> None:
+    m = novel_meta(shared_data / "pdnc" / "Persuasion")
+    assert (m.title, m.author) == ("Persuasion", "Jane Austen")
+    assert novel_meta(TINY).title == "A Quiet Morning"
+
+
+# -- name cloze ------------------------------------------------------------------------------
+
+
+def test_cloze_passage_by_hand() -> None:
+    s1 = " ".join(["word"] * 20) + "."
+    text = f"{s1} Then Anne spoke to the room at last. {s1} Anne and Walter left."
+    got = name_cloze.cloze_passages(text, {"Anne", "Walter"}, min_tokens=20, max_tokens=40)
+    assert [g["answer"] for g in got] == ["Anne"]
+    assert got[0]["passage"].count("[MASK]") == 1 and "Anne" not in got[0]["passage"]
+
+
+def test_cloze_passages_on_a_novel(shared_data: Path) -> None:
+    novel = load_novel(shared_data / "pdnc" / "Persuasion")
+    names = name_cloze.name_words(novel)
+    got = name_cloze.cloze_passages(novel.text, names)
+    assert len(got) > 100
+    pat = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+    for g in got:
+        assert g["answer"] in names and g["passage"].count("[MASK]") == 1
+        assert not pat.search(g["passage"]), g  # exactly one name, the masked one
+        n = len(re.findall(r"\w+(?:['’]\w+)*|[^\w\s]", g["passage"].replace("[MASK]", "X")))
+        assert 40 <= n <= 60
+
+
+# -- CSG -------------------------------------------------------------------------------------
+
+
+def test_replacement_keeps_honorifics_by_hand() -> None:
+    c = PdncCharacter("0", "Harriet Bates", ("Miss Bates", "Harriet", "Harriet Bates"), "F",
+                      "major")
+    m = csg.replacement_names(c, "Harriet Bates and Miss Bates, Harriet.")
+    assert m == {"Harriet Bates": "Emma Stone", "Miss Bates": "Miss Stone", "Harriet": "Emma"}
+    text, n = csg.corrupt("Miss Bates met Harriet; Harriet Bates laughed. Harrieta", m)
+    assert (text, n) == ("Miss Stone met Emma; Emma Stone laughed. Harrieta", 3)
+    c2 = PdncCharacter("1", "Captain Wentworth", ("Wentworth", "Frederick",
+                                                  "Frederick Wentworth"), "M", "major")
+    m2 = csg.replacement_names(c2, "Captain Wentworth, Frederick, Henry, Smith")
+    assert m2 == {"Captain Wentworth": "Captain Stone", "Wentworth": "Stone",
+                  "Frederick": "Joseph", "Frederick Wentworth": "Joseph Stone"}  # Henry occurs
+    assert csg.replacement_names(PdncCharacter("2", "Pat", (), "X", "major"), "") is None
+
+
+@pytest.mark.parametrize("folder", NOVELS)
+def test_csg_passages_on_novels(shared_data: Path, folder: str) -> None:
+    novel = load_novel(shared_data / "pdnc" / folder)
+    sents = sentence_spans(novel.text)
+    cache: dict[str, Any] = {}
+    items = [it for q in novel.quotations if (it := csg.csg_item(novel, q, sents, 10, cache))]
+    assert len(items) >= 20
+    by_id = {q.id: q for q in novel.quotations}
+    for it in items:
+        c = novel.character(it["speaker"])
+        assert c is not None
+        for name in names_of(c):  # never leaves the original name
+            assert not occurs(it["passage"], name), (name, it["quote_id"])
+            assert not occurs(it["quote"], name)
+        for new in it["corrupted"]:  # replacement names do not occur in the novel
+            hon, rest = split_honorific(new)
+            assert not hon or hon in c.name or any(hon in a for a in c.aliases)
+            for w in rest.split():
+                assert w in NEW_NAMES and not occurs(novel.text, w), (w, folder)
+        assert any(occurs(it["passage"], new) for new in it["corrupted"])  # one remains
+        assert (it["passage"].count("[MASK]") == 1) == (it["quote_type"] == "Explicit")
+        assert by_id[it["quote_id"]].quote_type == it["quote_type"]
+
+
+def test_honorifics_kept_on_a_novel(shared_data: Path) -> None:
+    novel = load_novel(shared_data / "pdnc" / "Emma")
+    c = novel.character("Miss Bates")
+    assert c is not None
+    m = csg.replacement_names(c, novel.text)
+    assert m is not None and m["Miss Bates"].startswith("Miss ")
+    assert m["Miss Bates"].split()[1] not in novel.text.split()
+
+
+# -- quotation attribution -------------------------------------------------------------------
+
+
+def test_chunks_by_hand() -> None:
+    words = [(i * 2, i * 2 + 1, 1) for i in range(10)]  # ten one-token words
+    assert qa.chunk_spans(words, [], 4, 1) == [(0, 7), (6, 13), (12, 19)]
+    # a cut inside a quote moves to its end; the next chunk starts at its start
+    assert qa.chunk_spans(words, [(5, 9)], 4, 1)[:2] == [(0, 9), (5, 13)]
+    with pytest.raises(ConfigError, match="stride_tokens"):
+        qa.chunk_spans(words, [], 4, 4)
+
+
+@pytest.mark.parametrize("folder", NOVELS)
+def test_chunking_covers_every_quote(shared_data: Path, folder: str) -> None:
+    novel = load_novel(shared_data / "pdnc" / folder)
+    job = make_job("quote_attribution", {"novels": [str(shared_data / "pdnc" / folder)],
+                                         "chunk_tokens": 300, "stride_tokens": 60}, 0)
+    items = job.items()
+    model = ScriptedModel()  # no tokenizer: one token per word
+    covered = set()
+    for it in items:
+        x = it.payload
+        for s, e in job.chunks(x, model):  # type: ignore[attr-defined]
+            inside = [(q["id"], q["start"], q["end"]) for q in x["quotes"]
+                      if s <= q["start"] - x["start"] and q["end"] - x["start"] <= e]
+            marked, ids = qa.mark_quotes(x["text"][s:e], x["start"] + s, inside)
+            covered |= set(ids)
+            for n, qid in enumerate(ids, 1):
+                q = next(q for q in x["quotes"] if q["id"] == qid)
+                seg = re.search(rf"\|{n}\|(.*?)\|{n}\|", marked, flags=re.S)
+                assert seg is not None
+                assert novel.text[q["start"]:q["end"]] in seg.group(1)
+    wanted = {q.id for q in novel.quotations if q.speaker not in
+              {"_group", "_unknowable", "_narr"}}
+    nested = {q.id for q in novel.quotations} - covered
+    assert covered <= wanted and len(wanted - covered) <= 0.01 * len(wanted), nested
+
+
+def test_alias_mapping_is_exact(shared_data: Path) -> None:
+    novel = load_novel(shared_data / "pdnc" / "Persuasion")
+    table = qa.alias_table(novel, {q.speaker for q in novel.quotations})
+    anne = novel.character("Anne Elliot")
+    assert anne is not None
+    for name in (anne.name, *anne.aliases):
+        assert qa.map_prediction(name, table) == anne.id
+    assert qa.map_prediction("Elliot", table) is None or "Elliot" in table
+    for wrong in ("anne", "Anne Elliot.", "Miss Anne Elliott", "Ann", None, "Anne and Mary"):
+        assert qa.map_prediction(wrong, table) is None
+    assert qa.map_prediction("Wentworth", table) == novel.character("Captain Wentworth").id  # type: ignore[union-attr]
+    text = qa.names_text(novel, table)
+    assert "Anne Elliot=Anne=Miss Anne=Miss Anne Elliot" in text.splitlines()
+
+
+def test_parse_predictions() -> None:
+    assert qa.parse_predictions("{\n'quote_id_1' : 'Anne',\n'2': \"Mary\"}") == {
+        "1": "Anne", "2": "Mary"}
+    assert qa.parse_predictions("1: Anne\n2: 'Mary'\n") == {"1": "Anne", "2": "Mary"}
+    assert qa.parse_predictions("I cannot") == {}
+
+
+# -- the jobs on a scripted model ------------------------------------------------------------
+
+
+def reply(req: GenerationRequest) -> str:
+    prompt = req.messages[-1].content if req.messages else req.prompt or ""
+    if "|quote_id|" in prompt:
+        n = len(set(re.findall(r"\|(\d+)\|", prompt.split("**Names**")[0])))
+        return "{" + ", ".join(f"'{i}': 'Robert'" for i in range(1, n + 1)) + "}"
+    if "<speaker>" in prompt:
+        return "<speaker>Emma Stone</speaker>"
+    return "<name>Robert</name>"
+
+
+def test_jobs_on_a_tiny_novel_not_in_pdnc() -> None:
+    model = ScriptedModel(reply)
+    nc = make_job("name_cloze", {"novels": [str(TINY)], "n": 5, "min_tokens": 8,
+                                 "max_tokens": 40}, 0)
+    recs = run(nc, model)
+    assert recs and all(r["prediction"] == "Robert" for r in recs)
+    assert all(r["correct"] == (r["answer"] == "Robert") for r in recs)
+    job = make_job("csg", {"novels": [str(TINY)], "n": 5, "context_sentences": 1}, 0)
+    recs = run(job, model)
+    assert recs and {r["quote_type"] for r in recs} <= {"Explicit", "Anaphoric", "Implicit"}
+    for r in recs:
+        assert r["reasoning"] == (r["speaker"] == "Harriet Bates") and not r["memorization"]
+        assert "Harriet" not in r["passage"] and "Bates" not in r["passage"]
+    scores = csg.csg_scores(recs)["tiny_novel"]
+    types = scores["reasoning_by_type"]
+    assert scores["csg_reasoning"] == pytest.approx(sum(types.values()) / len(types))
+    task = make_job("quote_attribution", {"novels": [str(TINY)], "chunk_tokens": 60,
+                                          "stride_tokens": 20, "min_quotes": 1}, 0)
+    recs = run(task, model)
+    quotes = [q for r in recs for q in r["quotes"]]
+    assert len(quotes) == 12 and all(q["prediction"] == "Robert" for q in quotes)
+    assert all(q["correct"] == (q["speaker"] == "1") for q in quotes)
+    acc = qa.attribution_accuracy(recs, 1)["tiny_novel"]
+    assert acc["all"] == pytest.approx(sum(q["correct"] for q in quotes) / 12)
+    assert sum(len(r["chunks"]) for r in recs) > len(recs)  # chunks overlap: incremental ran
+
+
+def test_empty_novel_list_is_refused() -> None:
+    with pytest.raises(ConfigError, match="novels is empty"):
+        make_job("csg", {}, 0).items()
