@@ -193,10 +193,12 @@ def run_method(name: str, tmp_path: Path, model: Model) -> tuple[Any, list[dict[
         return trace_method(tmp_path, model)
     if info.job == "propme":
         return propme_method(name, tmp_path, model)
-    if info.job in ("name_cloze", "csg", "quote_attribution"):  # a tiny PDNC-format novel
+    if info.job in ("name_cloze", "csg", "quote_attribution",
+                    "contamination"):  # a tiny PDNC-format novel
         novel = str(REPO / "tests" / "probes" / "data" / "tiny_novel")
         extra = {"name_cloze": {"n": 2, "min_tokens": 8}, "csg": {"n": 1},
-                 "quote_attribution": {"chunk_tokens": 64, "stride_tokens": 16}}[info.job]
+                 "quote_attribution": {"chunk_tokens": 64, "stride_tokens": 16},
+                 "contamination": {"fraction": 1.0}}[info.job]
         job = make_job(info.job, {"novels": [novel], **extra}, 0)
         return job, run(job, model)
     assert info.job == "prefix_probe", info.job

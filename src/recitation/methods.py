@@ -174,6 +174,8 @@ METHODS: dict[str, Entry] = {
     "csg": Entry("probe", "csg", "recitation.probes.csg:CSG"),
     "quote_attribution": Entry("probe", "quote_attribution",
                                "recitation.probes.quote_attribution:QUOTE_ATTRIBUTION"),
+    "contamination": Entry("probe", "contamination",
+                           "recitation.probes.contamination:CONTAMINATION"),
     # detectors (recitation detect --detectors FAMILY)
     "loss": _d("whitebox", _WB),
     "zlib": _d("whitebox", _WB),

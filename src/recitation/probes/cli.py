@@ -9,7 +9,7 @@ from typing import Any
 
 from recitation.runs.console import console, execute_and_print
 
-_JOBS = {"name-cloze": "name_cloze", "csg": "csg", "quote-attribution": "quote_attribution"}
+_JOBS = {"name-cloze": "name_cloze", "csg": "csg"}
 
 
 def _run(job: str, args: argparse.Namespace, params: dict[str, Any]) -> int:
@@ -28,6 +28,13 @@ def _run(job: str, args: argparse.Namespace, params: dict[str, Any]) -> int:
 def cmd_probe(args: argparse.Namespace) -> int:
     params: dict[str, Any] = {"n": args.n, "max_new_tokens": args.max_new_tokens}
     return _run(_JOBS[args.probe], args, params)
+
+
+def cmd_contamination(args: argparse.Namespace) -> int:
+    params: dict[str, Any] = {"fraction": args.fraction}
+    if args.max_records:
+        params["max_records"] = args.max_records
+    return _run("contamination", args, params)
 
 
 def cmd_task(args: argparse.Namespace) -> int:
@@ -62,6 +69,11 @@ def add_probe_parser(sub: Any) -> None:
                        "or quotes per quote type and novel (CSG); the paper: 100")
         p.add_argument("--max-new-tokens", type=int, default=50)
         p.set_defaults(func=cmd_probe, probe=name)
+    p = psub.add_parser("contamination", help="Min-K% of verbalized quotation records")
+    _common(p)
+    p.add_argument("--fraction", type=float, default=0.2, help="records per novel (paper: 0.2)")
+    p.add_argument("--max-records", type=int, default=0, help="at most N per novel (0: no cap)")
+    p.set_defaults(func=cmd_contamination)
 
 
 def add_task_parser(sub: Any) -> None:
@@ -79,3 +91,37 @@ def add_task_parser(sub: Any) -> None:
                    help="only the first N chapters with quotes of each novel (0: all)")
     p.add_argument("--max-new-tokens", type=int, default=512)
     p.set_defaults(func=cmd_task)
+    p = tsub.add_parser("analyse", help="table 2 and propensity matching from probe and "
+                        "task runs (docs/probes.md)")
+    p.add_argument("runs", nargs="+", help="run directories or ids (name_cloze, csg, "
+                   "quote_attribution, contamination)")
+    p.add_argument("--group2", default="", help="comma-separated novel folders of group 2 "
+                   "(default: PDNC's June 2023 release)")
+    p.add_argument("--out", type=Path, default=None, help="Markdown file (and .json beside)")
+    p.add_argument("--runs-dir", type=Path, default=None)
+    p.set_defaults(func=cmd_analyse)
+
+
+def cmd_analyse(args: argparse.Namespace) -> int:
+    import json
+
+    from recitation.probes.analysis import PDNC_SECOND_RELEASE, per_novel_figures, report
+    from recitation.runs.runner import find_run
+    from recitation.runs.store import RunStore
+
+    runs = []
+    for ref in args.runs:
+        with RunStore(find_run(ref, args.runs_dir)) as store:
+            cfg = store.get_meta("config") or {}
+            runs.append((cfg.get("job", ""), cfg.get("params", {}),
+                         [r for _, r in store.results()]))
+    group2 = (frozenset(args.group2.split(",")) if args.group2 else PDNC_SECOND_RELEASE)
+    text, numbers = report(per_novel_figures(runs), group2)
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
+        args.out.with_suffix(".json").write_text(json.dumps(numbers, indent=2, default=str),
+                                                 encoding="utf-8")
+        console.print(f"wrote {args.out} and {args.out.with_suffix('.json')}")
+    else:
+        print(text)
+    return 0

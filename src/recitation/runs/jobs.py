@@ -148,6 +148,7 @@ JOBS: dict[str, str] = {
     "name_cloze": "recitation.probes.name_cloze:NameClozeJob",
     "csg": "recitation.probes.csg:CsgJob",
     "quote_attribution": "recitation.probes.quote_attribution:QuoteAttributionJob",
+    "contamination": "recitation.probes.contamination:ContaminationJob",
 }
 
 
