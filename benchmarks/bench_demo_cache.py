@@ -18,16 +18,18 @@ from recitation.runs.store import RunStore
 
 
 def run_demo(env: dict[str, str], runs_dir: str) -> tuple[float, float, str]:
-    before = set(Path(runs_dir).glob("*")) if Path(runs_dir).exists() else set()
+    before = set(Path(runs_dir).glob("demo-2*")) if Path(runs_dir).exists() else set()
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "recitation.cli", "demo", "--runs-dir", runs_dir],
                        env=env, capture_output=True, text=True, check=True)
     wall = time.perf_counter() - t0
-    (run_dir,) = set(Path(runs_dir).glob("*")) - before
-    with RunStore(run_dir) as store:  # the runner's own timing of the model phase
-        model_s = float(store.get_meta("model_seconds_last"))
-    calls = re.search(r"backend calls: \d+ .*from cache: \d+", p.stdout.replace("\n", " "))
-    return wall, model_s, calls.group(0) if calls else ""
+    (audit,) = set(Path(runs_dir).glob("demo-2*")) - before
+    model_s = 0.0
+    for run_dir in (audit / "runs").iterdir():  # the runner's own timing of each model phase
+        with RunStore(run_dir) as store:
+            model_s += float(store.get_meta("model_seconds_last"))
+    calls = re.findall(r"backend calls \d+, from cache \d+", p.stdout.replace("\n", " "))
+    return wall, model_s, "; ".join(calls)
 
 
 def main() -> None:

@@ -103,14 +103,19 @@ def test_detect_backend_and_base_url_still_work_but_warn(
         _detect_config("--model", "anthropic:claude", "--backend", "openai")
 
 
-def test_demo_model_takes_the_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_audit_model_takes_the_spec(tmp_path: Path) -> None:
+    """``audit --model`` (and the demo's ``--model``, which makes an audit) take a spec."""
     from recitation.cli import main
 
     runs = tmp_path / "runs"
-    assert main(["demo", "--model", "scripted:echo", "--limit", "2", "--runs-dir",
-                 str(runs), "--no-cache"]) == 0
-    assert "'echo' (scripted)" in capsys.readouterr().out
-    (run_dir,) = runs.iterdir()
+    text = tmp_path / "t.jsonl"
+    text.write_text(json.dumps({"id": 1, "text": "In the beginning God created the heaven "
+                                "and the earth. And the earth was without form"}) + "\n",
+                    encoding="utf-8")
+    assert main(["audit", "--text", str(text), "--model", "scripted:echo", "--runs-dir",
+                 str(runs), "--no-cache", "--no-pearl"]) == 0
+    (audit,) = runs.iterdir()
+    (run_dir,) = (audit / "runs").iterdir()  # no controls: prefix probing only
     with RunStore(run_dir) as store:
         model = store.get_meta("config")["model"]
     assert (model["backend"], model["model"]) == ("scripted", "echo")

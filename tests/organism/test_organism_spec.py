@@ -99,7 +99,7 @@ def test_bad_names_and_missing_epochs_are_explained(root: Path) -> None:
 
 
 @pytest.mark.parametrize("argv", [
-    ["demo", "--limit", "2", "--model", "organism:quick:epoch2"],
+    ["audit", "--text", "kjv:famous-long", "--model", "organism:quick:epoch2"],
     ["serve", "--model", "organism:quick:epoch2", "--port", "0"],
 ])
 def test_commands_stop_before_any_model_call(root: Path, tmp_path: Path, argv: list[str],
@@ -107,7 +107,7 @@ def test_commands_stop_before_any_model_call(root: Path, tmp_path: Path, argv: l
     from recitation.cli import main
 
     runs = tmp_path / "runs"
-    extra = ["--runs-dir", str(runs)] if argv[0] == "demo" else []
+    extra = ["--runs-dir", str(runs)] if argv[0] == "audit" else []
     assert main([*argv, *extra]) == 1
     assert "recitation organism build --quick" in capsys.readouterr().err
     assert not runs.exists()  # no run was created
@@ -135,16 +135,26 @@ def test_a_run_config_names_the_organism(root: Path, tmp_path: Path) -> None:
 
 @pytest.mark.model
 @pytest.mark.slow
-def test_demo_audits_the_quick_organism(quick: BuildResult, tmp_path: Path) -> None:
-    """``recitation demo --model organism:quick:epoch2``: it runs, a second run is answered
-    from the response cache, and epoch 1 (same name, other weights) is not."""
+def test_audit_of_the_quick_organism_is_cached_per_checkpoint(quick: BuildResult,
+                                                               tmp_path: Path) -> None:
+    """``recitation audit --model organism:quick:epoch2`` (what the demo runs): it runs, a
+    second run is answered from the response cache, and epoch 1 (same name, other weights)
+    is not."""
     from recitation.cli import main
+
+    text = tmp_path / "t.jsonl"
+    text.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate((
+        "In the beginning God created the heaven and the earth. And the earth was without "
+        "form, and void", "And God said, Let there be light: and there was light. And God "
+        "saw the light, that it was good"))), encoding="utf-8")
 
     def demo(spec: str) -> dict[str, object]:
         runs = tmp_path / spec.replace(":", "-")
         before = set(runs.iterdir()) if runs.exists() else set()
-        assert main(["demo", "--limit", "2", "--model", spec, "--runs-dir", str(runs)]) == 0
-        (run,) = set(runs.iterdir()) - before
+        assert main(["audit", "--text", str(text), "--model", spec, "--runs-dir", str(runs),
+                     "--no-pearl", "--max-new-tokens", "16"]) == 0
+        (audit,) = set(runs.iterdir()) - before
+        (run,) = (audit / "runs").iterdir()  # no controls: prefix probing only
         with RunStore(run) as store:
             assert len(dict(store.results())) == 2
             return store.call_totals()

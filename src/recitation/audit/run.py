@@ -42,7 +42,8 @@ from recitation.audit.inputs import (
 )
 from recitation.errors import ConfigError
 from recitation.methods import Access
-from recitation.models.config import parse_model_spec
+from recitation.models import registry
+from recitation.models.config import ModelConfig, parse_model_spec
 from recitation.models.registry import capabilities_of
 from recitation.runs.audits import load_manifest, save_manifest
 from recitation.runs.config import parse_config
@@ -150,6 +151,8 @@ def create_audit(text: list[str], models: list[str], controls: list[str],
     ctl = _controls(settings, text, controls)
     if controls_reason and ctl.passages:
         ctl = ControlSet(ctl.passages, ctl.spec, ctl.builtin, controls_reason)
+    for m in models:  # a bad spec or an unbuilt organism: refused before anything is written
+        registry.build_backend(ModelConfig(**parse_model_spec(m)))
     plans = {m: plan_methods(m, bool(settings.corpus), settings.pearl) for m in models}
     stamp = time.strftime("%Y%m%d-%H%M%S")
     folder = (runs_dir or default_runs_dir()) / f"{name}-{stamp}-{secrets.token_hex(3)}"
