@@ -165,7 +165,8 @@ def csg_item(novel: PdncNovel, q: Quotation, sents: list[tuple[int, int]],
         return None
     quote, _ = corrupt(q.text, mapping)
     return {"novel": novel.folder, "quote_id": q.id, "quote_type": q.quote_type,
-            "speaker": c.name, "gold": names_of(c), "corrupted": sorted(set(mapping.values())),
+            "speaker": c.name, "gold": names_of(c), "span": [a, b],
+            "corrupted": sorted(set(mapping.values())),
             "passage": corrupted, "quote": quote}
 
 

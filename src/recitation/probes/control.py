@@ -1,0 +1,97 @@
+"""Positive control for the probes: SmolLM2 fine-tuned on the very passages the probes ask
+about, for half of the novels (by book), then name cloze and CSG on the base model and on the
+fine-tuned one. Memorization accuracy should rise on the trained novels and not on the
+others; :func:`verdict` says whether it did (a check that can fail).
+
+Training text: for each member novel, the name-cloze passages (unmasked) and the original,
+uncorrupted CSG passages that the probes' jobs sample with the same seed and sizes; each
+``dose`` times per epoch, full fine-tuning with the organism's training loop
+(:mod:`recitation.organism.train`). Small on purpose: it runs on a CPU in minutes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from recitation.probes.csg import csg_scores
+from recitation.probes.name_cloze import per_novel_accuracy
+from recitation.runs.jobs import Job, make_job
+
+
+def probe_jobs(novels: Sequence[str], seed: int, n_cloze: int, n_csg: int,
+               max_new_tokens: int = 12) -> tuple[Job, Job]:
+    nc = make_job("name_cloze", {"novels": list(novels), "n": n_cloze,
+                                 "max_new_tokens": max_new_tokens}, seed)
+    cs = make_job("csg", {"novels": list(novels), "n": n_csg,
+                          "max_new_tokens": max_new_tokens}, seed)
+    return nc, cs
+
+
+def training_texts(members: Sequence[str], seed: int, n_cloze: int, n_csg: int) -> list[str]:
+    """The unmasked name-cloze passages and original CSG passages of the member novels."""
+    from recitation.probes.novel import load_novel
+
+    nc, cs = probe_jobs(members, seed, n_cloze, n_csg)
+    texts = [it.payload["passage"].replace("[MASK]", it.payload["answer"])
+             for it in nc.items()]
+    novels = {Path(m).name: load_novel(m).text for m in members}
+    for it in cs.items():
+        a, b = it.payload["span"]
+        texts.append(novels[it.payload["novel"]][a:b])
+    return texts
+
+
+def train_control(texts: Sequence[str], out: Path, *, dose: int = 8, epochs: int = 3,
+                  learning_rate: float = 1e-4, seed: int = 0, threads: int = 2) -> Path:
+    """Fine-tune the embedded SmolLM2 on ``texts`` and save it to ``out`` (a transformers
+    directory ``LocalModel(str(out))`` loads)."""
+    from recitation.models.local import LocalModel
+    from recitation.organism import train
+    from recitation.organism.data import Passage
+
+    loaded = LocalModel("smollm2", threads=threads).load()
+    model, tok = loaded.model, loaded.tokenizer
+    passages = [Passage(f"c{i}", "", 0, len(t), len(tok(t)["input_ids"]),
+                        hashlib.sha256(t.encode()).hexdigest(), True, dose, t)
+                for i, t in enumerate(texts)]
+    with train.deterministic(seed, threads):
+        optimizer = train.make_optimizer(model, learning_rate)
+        for epoch in range(1, epochs + 1):
+            train.train_epoch(model, optimizer, tok, passages, seed=seed, epoch=epoch,
+                              batch_size=4)
+    train.save_checkpoint(model, tok, out, lora=False)
+    return out
+
+
+def measure(model: Any, novels: Sequence[str], seed: int, n_cloze: int,
+            n_csg: int) -> dict[str, dict[str, float]]:
+    """novel -> name-cloze accuracy and CSG-M on ``model``."""
+    nc, cs = probe_jobs(novels, seed, n_cloze, n_csg)
+    out: dict[str, dict[str, float]] = {}
+    for job, key in ((nc, "name_cloze"), (cs, "csg_m")):
+        recs = asyncio.run(job.run_items(job.items(), model))
+        vals = ({n: a for n, (a, _) in per_novel_accuracy(recs).items()} if key == "name_cloze"
+                else {n: s["csg_memorization"] for n, s in csg_scores(recs).items()})
+        for n, v in vals.items():
+            out.setdefault(n, {})[key] = v
+    return out
+
+
+def verdict(base: dict[str, dict[str, float]], trained: dict[str, dict[str, float]],
+            members: set[str], measure_name: str) -> dict[str, Any]:
+    """Mean rise of ``measure_name`` on member and on other novels; ``passed`` when the
+    members' rise is positive and larger than the others'."""
+    def rise(group: list[str]) -> float:
+        vals = [trained[n][measure_name] - base[n][measure_name] for n in group
+                if measure_name in trained.get(n, {}) and measure_name in base.get(n, {})]
+        return sum(vals) / len(vals) if vals else float("nan")
+
+    mem = [n for n in base if n in members]
+    oth = [n for n in base if n not in members]
+    rm, ro = rise(mem), rise(oth)
+    return {"measure": measure_name, "rise_members": rm, "rise_others": ro,
+            "passed": rm > 0 and rm > ro}
