@@ -47,9 +47,9 @@ def test_small_real_run_on_smollm2(local_model, shared_data: Path) -> None:  # t
             n = max(1, math.floor(len(lp) * k / 100))
             assert r["min_k"][f"{k}"] == pytest.approx(float(lp[:n].mean()), abs=1e-4)
         assert r["min_k"]["10"] <= r["min_k"]["20"] <= r["min_k"]["30"] < 0
-    task = run(make_job("quote_attribution", {"novels": [str(TINY)], "chunk_tokens": 120,
-                                              "stride_tokens": 30, "min_quotes": 1,
-                                              "max_new_tokens": 48}, 0), local_model)
+    task = run(make_job("quote_attribution", {"novels": [str(TINY)], "chunk_tokens": 200,
+                                              "stride_tokens": 50, "min_quotes": 1,
+                                              "max_new_tokens": 40}, 0), local_model)
     quotes = [q for r in task for q in r["quotes"]]
     assert len(quotes) == 12
     figures = analysis.per_novel_figures([
