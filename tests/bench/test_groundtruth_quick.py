@@ -101,3 +101,26 @@ def test_saved_units_are_reused_and_analysed_alone(results: dict[str, Any], out_
     assert units == set(QUICK.units) - {"pearl", "extract"}
     with pytest.raises(ConfigError, match="no finished unit"):
         benchmark(QUICK, tmp_path / "empty", run=False)
+
+
+def test_extract_unit_runs_dsp_and_recap_on_the_organism(quick_organism: Path,
+                                                         tmp_path: Path) -> None:
+    """DSP, RECAP and RECAP + filter with the organism as target and the embedded model as
+    helper (one passage per group, one feedback round, short helper replies: CI-sized):
+    every passage gets an extraction, the costs are ordered as the methods nest, and no
+    non-member is extracted."""
+    cfg = QUICK.model_copy(update={
+        "helper": "smollm2", "units": ("extract",), "epochs": (2,), "extract_passages": 1,
+        "extract_rounds": 1, "helper_max_tokens": 48, "filter_epochs": 2})
+    res = benchmark(cfg, tmp_path / "extract")
+    rows = res["agentic"]
+    groups = ("dose1", "dose4", "dose16", "nonmember")
+    assert {(r["method"], r["group"]) for r in rows} == {
+        (m, g) for m in ("dsp", "recap", "recap_filter") for g in groups}
+    assert all(r["n"] == 1 and 0 <= r["mean_rouge_l"] <= 1 for r in rows)
+    assert res["errors"] == []  # every passage has its event record
+    assert all(r["exact"] == 0 for r in rows if r["group"] == "nonmember")
+    cost = {c["method"]: c["prompts"] for c in res["agentic_costs"]}
+    assert cost["dsp"] >= 8  # a summary and a DSP attempt per passage at least
+    assert cost["dsp"] <= cost["recap_filter"] <= cost["recap"]
+    assert [c["unit"] for c in res["costs"]] == ["extract"]
