@@ -39,9 +39,10 @@ def test_name_cloze_rises_on_trained_novels_only(shared_data: Path, tmp_path: Pa
     from recitation.models.local import LocalModel
 
     member, other = (str(shared_data / "pdnc" / n) for n in ("Persuasion", "HardTimes"))
-    texts = control.training_texts([member], 0, 4, 1)
+    texts = control.training_texts([member], 0, 4, 0)  # the cloze passages only: cheap
+    assert len(texts) == 4
     out = control.train_control(texts, tmp_path / "control", dose=8, epochs=3)
-    base = control.measure(LocalModel("smollm2"), [member, other], 0, 4, 1)
-    trained = control.measure(LocalModel(str(out)), [member, other], 0, 4, 1)
+    base = control.measure(LocalModel("smollm2"), [member, other], 0, 4, 0)
+    trained = control.measure(LocalModel(str(out)), [member, other], 0, 4, 0)
     v = control.verdict(base, trained, {"Persuasion"}, "name_cloze")
     assert v["passed"], (v, base, trained)

@@ -32,12 +32,15 @@ def probe_jobs(novels: Sequence[str], seed: int, n_cloze: int, n_csg: int,
 
 
 def training_texts(members: Sequence[str], seed: int, n_cloze: int, n_csg: int) -> list[str]:
-    """The unmasked name-cloze passages and original CSG passages of the member novels."""
+    """The unmasked name-cloze passages and original CSG passages (none when ``n_csg`` is
+    0) of the member novels."""
     from recitation.probes.novel import load_novel
 
-    nc, cs = probe_jobs(members, seed, n_cloze, n_csg)
+    nc, cs = probe_jobs(members, seed, n_cloze, max(1, n_csg))
     texts = [it.payload["passage"].replace("[MASK]", it.payload["answer"])
              for it in nc.items()]
+    if n_csg == 0:
+        return texts
     novels = {Path(m).name: load_novel(m).text for m in members}
     for it in cs.items():
         a, b = it.payload["span"]
@@ -69,10 +72,10 @@ def train_control(texts: Sequence[str], out: Path, *, dose: int = 8, epochs: int
 
 def measure(model: Any, novels: Sequence[str], seed: int, n_cloze: int,
             n_csg: int) -> dict[str, dict[str, float]]:
-    """novel -> name-cloze accuracy and CSG-M on ``model``."""
-    nc, cs = probe_jobs(novels, seed, n_cloze, n_csg)
+    """novel -> name-cloze accuracy and CSG-M (not run when ``n_csg`` is 0) on ``model``."""
+    nc, cs = probe_jobs(novels, seed, n_cloze, max(1, n_csg))
     out: dict[str, dict[str, float]] = {}
-    for job, key in ((nc, "name_cloze"), (cs, "csg_m")):
+    for job, key in ((nc, "name_cloze"), (cs, "csg_m"))[: 2 if n_csg else 1]:
         recs = asyncio.run(job.run_items(job.items(), model))
         vals = ({n: a for n, (a, _) in per_novel_accuracy(recs).items()} if key == "name_cloze"
                 else {n: s["csg_memorization"] for n, s in csg_scores(recs).items()})
