@@ -39,13 +39,12 @@ from recitation.bench.groundtruth import (
     GroundTruthConfig,
     Progress,
     UnitOutcome,
-    group_of,
     run_units,
 )
+from recitation.bench.groups import group_of, group_order, share_row
 from recitation.errors import ConfigError
 from recitation.metrics.spans import verbatim_passages
 from recitation.metrics.stats import (
-    clopper_pearson,
     roc_auc,
     stratified_bootstrap_ci,
     tpr_at_fpr,
@@ -133,22 +132,7 @@ def extraction_rows(outcome: UnitOutcome, passages: dict[str, Passage]) -> list[
         lcp.setdefault(group, []).append(int(r["lcp_words"]))
     return [{"epoch": outcome.epoch} | share_row(g, per[g])
             | {"mean_lcp_words": sum(lcp[g]) / len(lcp[g])}
-            for g in sorted(per, key=_group_order)]
-
-
-def share_row(group: str, rows: Sequence[tuple[bool, bool, float]]) -> dict[str, Any]:
-    """(whole text reproduced, >= 1 40-token passage, ROUGE-L) per passage -> shares with
-    Clopper-Pearson intervals and the mean ROUGE-L."""
-    n = len(rows)
-    exact, forty = sum(int(x[0]) for x in rows), sum(int(x[1]) for x in rows)
-    return {"group": group, "n": n, "exact": exact, "exact_share": exact / n,
-            "exact_ci": list(clopper_pearson(exact, n)), "passages40": forty,
-            "passages40_share": forty / n, "passages40_ci": list(clopper_pearson(forty, n)),
-            "mean_rouge_l": sum(x[2] for x in rows) / n}
-
-
-def _group_order(group: str) -> tuple[int, int]:
-    return (1, 0) if group == "nonmember" else (0, int(group.removeprefix("dose")))
+            for g in sorted(per, key=group_order)]
 
 
 def overlap_rows(epoch: int, loss: dict[str, float], sens: dict[str, float],
@@ -162,7 +146,7 @@ def overlap_rows(epoch: int, loss: dict[str, float], sens: dict[str, float],
              "memo_pct": 100 * sum(m for m, _ in v) / len(v),
              "mia_pct": 100 * sum(a for _, a in v) / len(v),
              "both_pct": 100 * sum(m and a for m, a in v) / len(v)}
-            for g, v in sorted(per.items(), key=lambda kv: _group_order(kv[0]))]
+            for g, v in sorted(per.items(), key=lambda kv: group_order(kv[0]))]
 
 
 def cost_row(o: UnitOutcome) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from recitation.bench.groups import group_of, group_order, share_row
 from recitation.organism.data import Passage
 
 EXTRACT_METHODS: tuple[str, ...] = ("dsp", "recap", "recap_filter")
@@ -35,8 +36,6 @@ def extract_selection(passages: Sequence[Passage], per_group: int | None) -> lis
     group and of the non-members (in the split's order, which is seeded)."""
     if per_group is None:
         return list(passages)
-    from recitation.bench.groundtruth import group_of
-
     taken: dict[str, int] = {}
     out = []
     for p in passages:
@@ -119,8 +118,6 @@ def extract_rows(outcome: Any, passages: dict[str, Passage],
     40-token verbatim passage, mean ROUGE-L recall (Porter stemming, as RECAP), with
     Clopper-Pearson intervals. A passage without an event record (its item failed) counts
     as nothing extracted, as in RECAP's metrics."""
-    from recitation.bench.analysis import share_row
-    from recitation.bench.groundtruth import group_of
     from recitation.metrics.rouge import rouge_l
     from recitation.metrics.spans import verbatim_passages
 
@@ -137,7 +134,7 @@ def extract_rows(outcome: Any, passages: dict[str, Passage],
             per.setdefault((method, group_of(p)), []).append((whole, has40, rl))
     return [{"epoch": outcome.epoch, "method": method} | share_row(group, v)
             for (method, group), v in sorted(per.items(), key=lambda kv: (
-                list(methods).index(kv[0][0]), _order(kv[0][1])))]
+                list(methods).index(kv[0][0]), group_order(kv[0][1])))]
 
 
 def event_map(outcome: Any) -> dict[str, dict[str, Any]]:
@@ -150,10 +147,6 @@ def event_map(outcome: Any) -> dict[str, dict[str, Any]]:
         if "llm_completions" in rec:
             out.setdefault(passage_of(rec), rec)
     return out
-
-
-def _order(group: str) -> tuple[int, int]:
-    return (1, 0) if group == "nonmember" else (0, int(group.removeprefix("dose")))
 
 
 def method_cost_rows(outcome: Any) -> list[dict[str, Any]]:

@@ -35,6 +35,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from recitation.bench.groups import group_of
 from recitation.errors import ConfigError
 from recitation.organism.config import digest
 from recitation.organism.data import Passage
@@ -139,10 +140,6 @@ def sample_files(passages: Sequence[Passage], out: Path,
     files["book"] = write_book(extract_selection(passages, extract_passages),
                                data / f"book{extract_passages or ''}.json")
     return files
-
-
-def group_of(p: Passage) -> str:
-    return f"dose{p.dose}" if p.member else "nonmember"
 
 
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
