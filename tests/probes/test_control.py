@@ -35,6 +35,9 @@ def test_verdict_can_fail() -> None:
 
 @pytest.mark.model
 @pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="measured 2026-11-23 (docs/probes.md): SmolLM2-135M "
+                   "gives no parsable <name> answer in 12 tokens, before or after fine-tuning "
+                   "on the passages: accuracy 0 everywhere; strict, so a fix shows up")
 def test_name_cloze_rises_on_trained_novels_only(shared_data: Path, tmp_path: Path) -> None:
     from recitation.models.local import LocalModel
 
