@@ -3,6 +3,7 @@ novels; name-cloze accuracy must rise on those novels and not on the others."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,9 @@ def test_verdict_can_fail() -> None:
 
 @pytest.mark.model
 @pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("RECITATION_PROBE_CONTROL") != "1", reason=(
+    "known to fail (measured, docs/probes.md) and it took over 13 min and 10 GB beside the "
+    "suite: run it with RECITATION_PROBE_CONTROL=1"))
 @pytest.mark.xfail(strict=True, reason="measured 2026-11-23 (docs/probes.md): SmolLM2-135M "
                    "gives no parsable <name> answer in 12 tokens, before or after fine-tuning "
                    "on the passages: accuracy 0 everywhere; strict, so a fix shows up")
