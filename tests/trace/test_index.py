@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -254,3 +255,39 @@ def test_pointer_sizes() -> None:
         1, 1, 1, 2, 2, 3, 5]
     arr = np.arange(5)
     assert arr.dtype == np.int64 and shutil.which("true")  # numpy default int is 64-bit here
+
+
+def test_expected_size_cuts_shards_while_reading(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the corpus size known, the first shard is handed to a worker before the corpus is
+    read to its end; the shards hold every document once and answer as one index."""
+    from recitation.trace import build
+
+    monkeypatch.setattr(build, "MIN_PARALLEL_SHARD", 100)
+    rng = random.Random(5)
+    docs = random_docs(rng, 60, CASES["u8"][1])
+    total = sum(len(d) + 1 for d in docs)  # text and separators
+    seen: list[int] = []
+
+    def source() -> Any:
+        for i, d in enumerate(docs):
+            seen.append(i)
+            yield SourceDoc(bytes(d).decode(), {"i": i})
+
+    submitted: list[int] = []
+    real_submit = build._ShardWriter.submit
+
+    def spy(self: Any, shard: Any) -> None:
+        submitted.append(len(seen))
+        real_submit(self, shard)
+
+    monkeypatch.setattr(build._ShardWriter, "submit", spy)
+    many = tmp_path / "many"
+    m = build_index(source(), many, workers=2, expected_bytes=total)
+    assert m.shards == 2 and m.documents == len(docs)
+    assert submitted[0] < len(docs)  # the first shard left before the last document was read
+    one = _build(tmp_path, "u8", docs)
+    e1, e2 = open_index(one, engine="numpy").engine, open_index(many, engine="numpy").engine
+    for _ in range(40):
+        q = rng.choice(docs)[:rng.randint(1, 6)]
+        assert e2.count(q) == e1.count(q) == brute_count(docs, q)

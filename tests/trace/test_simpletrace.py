@@ -275,3 +275,62 @@ def test_token_level_validation_with_smollm2(engine: str, local_model: object,
     assert ix.engine.count(ids[5:25]) >= 1
     rates = validate(ix, n_docs=10, size=128, seed=1)
     assert all((r["retrieval"], r["exact"]) == (1.0, 1.0) for r in rates.values()), rates
+
+
+def test_lcp_and_normalize_match_their_definitions() -> None:
+    """The fast common prefix against a byte-by-byte loop; normalize against NFKC plus a
+    regex whitespace collapse (the definition in docs/tracing.md)."""
+    import re
+    import unicodedata
+
+    from recitation.trace.engine import lcp
+    from recitation.trace.simpletrace import normalize
+
+    rng = random.Random(11)
+    for _ in range(2000):
+        a = bytes(rng.choice(b"ab\x00\xff") for _ in range(rng.randint(0, 12)))
+        b = a[:rng.randint(0, len(a))] + bytes(rng.choice(b"ab\x00") for _ in range(
+            rng.randint(0, 5)))
+        brute = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                     min(len(a), len(b)))
+        assert lcp(a, b) == brute
+    pieces = ["word", " ", "\t", "\n\n", "\u00a0", "\u2003", "\ufb01", "\u2028", "x\u0301",
+              "\x1c", ""]
+    for _ in range(500):
+        t = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 10)))
+        assert normalize(t) == re.sub(r"\s+", " ", unicodedata.normalize("NFKC", t)).strip()
+
+
+def test_prefix_lengths_skip_only_what_is_known(tmp_path: Path) -> None:
+    """The rounds that skip starts whose match is implied give every start's true longest
+    prefix (the engine asked about each start), and skip starts on copied sentences."""
+    from recitation.trace.simpletrace import prefix_lengths
+
+    rng = random.Random(12)
+    words = "the earth light God and was face of deep waters . , ;".split()
+    docs = [" ".join(rng.choice(words) for _ in range(80)) for _ in range(6)]
+    ix = index_of(tmp_path, docs)
+    asked = 0
+    real = ix.engine.prefix_lengths
+
+    def counting(ids: list[int], starts: list[int], ends: list[int]) -> list[int]:
+        nonlocal asked
+        asked += len(starts)
+        return real(ids, starts, ends)
+
+    total = 0
+    for i in range(30):
+        d = rng.choice(docs).split()
+        a = rng.randrange(40)
+        gen = " ".join(d[a:a + 30] if i % 2 else [rng.choice(words) for _ in range(30)])
+        u = byte_units(gen)
+        ids, starts = list(u.ids), list(u.starts)
+        ends = [u.next_end[s] for s in starts]
+        want = real(ids, starts, ends)
+        ix.engine.prefix_lengths = counting  # type: ignore[method-assign]
+        try:
+            assert prefix_lengths(ix, ids, starts, ends) == want, gen
+        finally:
+            ix.engine.prefix_lengths = real  # type: ignore[method-assign]
+        total += len(starts)
+    assert 0 < asked < total  # the copied generations skipped starts

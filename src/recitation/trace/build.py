@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
-import multiprocessing
 import os
 import shutil
 from collections.abc import Callable, Iterable
@@ -166,44 +165,54 @@ def unigram_counts(tokens: np.ndarray) -> list[tuple[int, int]]:
 
 
 def _write_shard(out: Path, n: int, shard: _Shard, enc: Encoder) -> int:
-    """Write the files of shard ``n``; the number of tokens written."""
+    """Write every file of shard ``n`` (suffix array included); the number of tokens. Runs in
+    a worker thread: libdivsufsort and numpy release the GIL."""
     if not shard.offsets:
         raise CorpusError("no documents to index")
-    shard_path(out, "tokenized", n).write_bytes(shard.data)
+    data = shard.data
+    shard_path(out, "tokenized", n).write_bytes(data)
     np.asarray(shard.offsets, dtype="<u8").tofile(shard_path(out, "offset", n))
     shard_path(out, "metadata", n).write_bytes(shard.meta)
     np.asarray(shard.metaoffs, dtype="<u8").tofile(shard_path(out, "metaoff", n))
-    tokens = np.frombuffer(shard.data, dtype=NUMPY[enc.width])
+    tokens = np.frombuffer(data, dtype=NUMPY[enc.width])
     lines = [f"{i} {c}\n" for i, c in unigram_counts(tokens)]
     shard_path(out, "unigram", n).write_text("".join(lines), encoding="utf-8")
+    sa = suffix_array(data, enc.width)
+    pack_pointers(sa, ptr_size(len(data))).tofile(shard_path(out, "table", n))
     return int(tokens.size)
 
 
-def write_table(out: Path, n: int, width: int) -> None:
-    """Build ``table.n`` from ``tokenized.n`` (run in a worker process when parallel)."""
-    path = shard_path(out, "tokenized", n)
-    data = bytearray(path.stat().st_size)
-    with path.open("rb") as f:
-        f.readinto(data)
-    sa = suffix_array(data, width)
-    pack_pointers(sa, ptr_size(len(data))).tofile(shard_path(out, "table", n))
+class _ShardWriter:
+    """Shards written as they fill, up to ``workers`` at once in threads (each holds its
+    shard's text and suffix array in memory until written)."""
 
+    def __init__(self, out: Path, enc: Encoder, workers: int,
+                 progress: Progress | None) -> None:
+        self.out, self.enc, self.progress = out, enc, progress
+        self.workers = max(1, workers)
+        self.pool = concurrent.futures.ThreadPoolExecutor(self.workers)
+        self.jobs: list[concurrent.futures.Future[int]] = []
+        self.documents = 0
 
-def _write_tables(out: Path, shards: int, width: int, workers: int,
-                  progress: Progress | None) -> None:
-    if workers <= 1 or shards == 1:
-        for n in range(shards):
-            write_table(out, n, width)
-            if progress:
-                progress("suffix array", n + 1, shards)
-        return
-    ctx = multiprocessing.get_context("spawn")  # fork can deadlock beside threads
-    with concurrent.futures.ProcessPoolExecutor(min(workers, shards), mp_context=ctx) as pool:
-        jobs = [pool.submit(write_table, out, n, width) for n in range(shards)]
-        for done, job in enumerate(concurrent.futures.as_completed(jobs), 1):
-            job.result()
-            if progress:
-                progress("suffix array", done, shards)
+    def submit(self, shard: _Shard) -> None:
+        running = [j for j in self.jobs if not j.done()]
+        if len(running) >= self.workers:  # bound the memory: wait for a slot
+            concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+        self.documents += len(shard.offsets)
+        self.jobs.append(self.pool.submit(_write_shard, self.out, len(self.jobs), shard,
+                                          self.enc))
+
+    def finish(self) -> int:
+        """Wait for every shard; the number of tokens written (the first error re-raised)."""
+        tokens = 0
+        try:
+            for done, job in enumerate(concurrent.futures.as_completed(self.jobs), 1):
+                tokens += job.result()
+                if self.progress:
+                    self.progress("suffix array", done, len(self.jobs))
+        finally:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+        return tokens
 
 
 def _prepare_dir(out: Path, overwrite: bool) -> None:
@@ -221,42 +230,49 @@ def build_index(docs: Iterable[SourceDoc], out: str | Path, *,
                 tokenizer: Tokenizer | None = None, tokenizer_name: str | None = None,
                 max_shard_bytes: int | None = None, overwrite: bool = False,
                 progress: Progress | None = None, sources: Iterable[str] = (),
-                workers: int = 1) -> Manifest:
+                workers: int = 1, expected_bytes: int | None = None) -> Manifest:
     """Index ``docs`` into ``out`` (byte-level without a tokenizer); returns the manifest.
-    ``workers`` > 1: suffix arrays of several shards built in parallel processes (a corpus of
-    one shard of at least 2 x 32 MB is cut into ``workers`` shards for that)."""
+    ``workers`` > 1: the suffix arrays of up to that many shards are built at once, in
+    threads (a last shard of at least 2 x 32 MB is cut so that every worker has one).
+    ``expected_bytes`` (e.g. the corpus files' size): shards of about that / ``workers``, so
+    the first suffix arrays are built while the rest of the corpus is still being read."""
     out = Path(out)
     _prepare_dir(out, overwrite)
     enc = Encoder(tokenizer)
-    limit = max_shard_bytes or default_shard_bytes()
+    workers = max(1, workers)
+    limit = max_shard_bytes or default_shard_bytes() // workers
+    if workers > 1 and expected_bytes and expected_bytes >= 2 * MIN_PARALLEL_SHARD:
+        limit = min(limit, int(expected_bytes * 1.05) // workers + 2 * enc.width)  # + separators
     if limit < 2 * enc.width:
         raise ConfigError(f"max_shard_bytes {limit} is too small")
-    shards: list[_Shard] = [_Shard(enc.width)]
-    bytes_in = 0
-    for doc in docs:
-        payload = enc.encode(doc.text)
-        bytes_in += len(doc.text.encode("utf-8")) if tokenizer else len(payload)
-        cur = shards[-1]
-        if cur.offsets and len(cur.data) + enc.width + len(payload) > limit:
-            shards.append(_Shard(enc.width))
-            cur = shards[-1]
-        cur.add(payload, metadata_line(doc.path, doc.linenum, doc.metadata))
-        if progress:
-            progress("documents", bytes_in, 0)
-    if not shards[0].offsets:
-        raise CorpusError("the corpus has no documents")
-    if workers > 1 and len(shards) < workers:
-        shards = [part for sh in shards for part in (
-            sh.split(workers) if len(sh.data) >= 2 * MIN_PARALLEL_SHARD else [sh])]
-    tokens = documents = 0
-    for n, shard in enumerate(shards):
-        tokens += _write_shard(out, n, shard, enc)
-        documents += len(shard.offsets)
-        shards[n] = _Shard(enc.width)  # free the shard's memory
-    _write_tables(out, len(shards), enc.width, workers, progress)
-    logger.info("%d shard(s) written", len(shards))
+    writer = _ShardWriter(out, enc, workers, progress)
+    cur, bytes_in = _Shard(enc.width), 0
+    try:
+        for doc in docs:
+            payload = enc.encode(doc.text)
+            bytes_in += len(doc.text.encode("utf-8")) if tokenizer else len(payload)
+            if cur.offsets and len(cur.data) + enc.width + len(payload) > limit:
+                writer.submit(cur)
+                cur = _Shard(enc.width)
+            cur.add(payload, metadata_line(doc.path, doc.linenum, doc.metadata))
+            if progress:
+                progress("documents", bytes_in, 0)
+        if not cur.offsets and not writer.jobs:
+            raise CorpusError("the corpus has no documents")
+        idle = workers - len(writer.jobs)
+        parts = cur.split(idle) if idle > 1 and len(cur.data) >= 2 * MIN_PARALLEL_SHARD \
+            else [cur]
+        for part in parts:
+            writer.submit(part)
+        del cur, parts
+    except BaseException:
+        writer.pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    tokens = writer.finish()
+    shards = len(writer.jobs)
+    logger.info("%d shard(s) written", shards)
     manifest = Manifest(enc.dtype, tokenizer_name if tokenizer else None, enc.vocab_size,
-                        len(shards), tokens, documents, bytes_in, sources=list(sources))
+                        shards, tokens, writer.documents, bytes_in, sources=list(sources))
     manifest.write(out)
     validate_index(out, enc.width)
     return manifest

@@ -49,12 +49,23 @@ def cmd_index_build(args: argparse.Namespace) -> int:
                         tokenizer=tok, tokenizer_name=args.tokenizer,
                         max_shard_bytes=int(args.max_shard_mb * 2**20) if args.max_shard_mb
                         else None, overwrite=args.overwrite, progress=progress,
-                        sources=[str(args.corpus)], workers=args.workers)
+                        sources=[str(args.corpus)], workers=args.workers,
+                        expected_bytes=None if args.tokenizer else _corpus_bytes(args.corpus))
     secs = time.perf_counter() - t0
     console.print(f"indexed {m.documents} documents, {m.tokens} {m.token_dtype} tokens in "
                   f"{m.shards} shard(s) into {args.dir} in {secs:.1f} s "
                   f"({m.bytes_in / 1e6 / max(secs, 1e-9) * 60:.0f} MB/min)")
     return 0
+
+
+def _corpus_bytes(corpus: str) -> int | None:
+    """Size of the corpus files (an upper bound on the text they hold), or None."""
+    p = Path(corpus)
+    if p.is_file():
+        return p.stat().st_size
+    if p.is_dir():
+        return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+    return None
 
 
 def cmd_index_info(args: argparse.Namespace) -> int:

@@ -80,12 +80,19 @@ def _map(path: Path) -> mmap.mmap:
 
 
 def lcp(a: bytes, b: bytes) -> int:
-    """Length of the common prefix of two byte strings."""
+    """Length of the common prefix of two byte strings (a binary search over prefix
+    comparisons: each a memcmp)."""
     n = min(len(a), len(b))
     if a[:n] == b[:n]:
         return n
-    diff = np.frombuffer(a, np.uint8, n) != np.frombuffer(b, np.uint8, n)
-    return int(np.argmax(diff))
+    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 class _Shard:
@@ -186,6 +193,7 @@ class NumpyEngine:
             raise CorpusError(f"{d}: no tokenized.<i> file: not an index directory")
         self.num_shards = len(self.shards)
         self._doc_base = np.concatenate([[0], np.cumsum([len(s.od) for s in self.shards])])
+        self._encoded: tuple[list[int], bytes] | None = None
 
     def encode(self, ids: list[int]) -> bytes:
         return np.asarray(ids, dtype=NUMPY[self.token_width]).tobytes()
@@ -203,7 +211,9 @@ class NumpyEngine:
         return max(s.longest_prefix(q) for s in self.shards) // self.token_width
 
     def prefix_lengths(self, ids: list[int], starts: list[int], ends: list[int]) -> list[int]:
-        q = self.encode(ids)
+        if self._encoded is None or self._encoded[0] != ids:  # the same ids in rounds
+            self._encoded = (list(ids), self.encode(ids))
+        q = self._encoded[1]
         w = self.token_width
         return [max(s.longest_prefix(q[a * w:b * w]) for s in self.shards) // w
                 for a, b in zip(starts, ends, strict=True)]

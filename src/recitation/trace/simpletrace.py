@@ -8,6 +8,8 @@ to the corpus documents it copies.
    end only as its last unit — and the span backs off to a word boundary and off trailing
    whitespace. A span ending where an earlier span already ends or before is not maximal and
    is dropped, as are spans shorter than ``min_len`` units.
+   Starts whose match is implied (an earlier start of the same sentence matched to its
+   end) are not searched (:func:`prefix_lengths`).
 2. **Rarity filter.** Keep the ``K = max(ceil(0.05 L), 1)`` spans with the lowest joint
    unigram probability, a sum of ``log(count / corpus tokens)`` (the product underflows).
    ``L`` is the generation's length in tokens (token-level index) or words (byte-level).
@@ -24,7 +26,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -98,17 +99,18 @@ def units_of(index: CorpusIndex, text: str) -> Units:
 
 def normalize(text: str) -> str:
     """NFKC, whitespace collapsed to single spaces, stripped."""
-    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip()
+    return " ".join(unicodedata.normalize("NFKC", text).split())  # split(): str.isspace
 
 
 def maximal_spans(index: CorpusIndex, u: Units, cfg: TraceConfig) -> list[tuple[int, int]]:
     """Step 1: ``(start, end)`` of the maximal spans, by start."""
     n = len(u)
-    ends = [u.next_end[a] if cfg.text_mode else n for a in u.starts]
-    lengths = index.engine.prefix_lengths(list(u.ids), list(u.starts), ends)
+    starts = list(u.starts)
+    ends = [u.next_end[a] if cfg.text_mode else n for a in starts]
+    lengths = prefix_lengths(index, list(u.ids), starts, ends)
     spans: list[tuple[int, int]] = []
     last = 0
-    for a, length in zip(u.starts, lengths, strict=True):
+    for a, length in zip(starts, lengths, strict=True):
         e = a + length
         while e > a and (not u.boundary[e] or u.space[e - 1]):
             e -= 1
@@ -117,6 +119,32 @@ def maximal_spans(index: CorpusIndex, u: Units, cfg: TraceConfig) -> list[tuple[
             spans.append((a, e))
             last = e
     return spans
+
+
+def prefix_lengths(index: CorpusIndex, ids: list[int], starts: list[int],
+                   ends: list[int]) -> list[int]:
+    """The longest prefix in the corpus of each ``ids[start:end]``, as
+    :meth:`QueryEngine.prefix_lengths`, without searching for what is already known: once
+    the match from a start reaches its ``end``, the match from every later start with the
+    same ``end`` reaches it too (a substring of an occurrence occurs). The starts of each run
+    of equal ends are searched in rounds, one batched engine call per round."""
+    out: list[int | None] = [None] * len(starts)
+    nxt = [i for i in range(len(starts)) if i == 0 or ends[i] != ends[i - 1]]
+    while nxt:
+        found = index.engine.prefix_lengths(ids, [starts[i] for i in nxt],
+                                            [ends[i] for i in nxt])
+        pending = []
+        for i, length in zip(nxt, found, strict=True):
+            out[i] = length
+            j = i + 1
+            if starts[i] + length >= ends[i]:
+                while j < len(starts) and ends[j] == ends[i]:
+                    out[j] = ends[j] - starts[j]
+                    j += 1
+            elif j < len(starts) and ends[j] == ends[i]:
+                pending.append(j)
+        nxt = pending
+    return [length for length in out if length is not None]
 
 
 def span_logprob(ids: tuple[int, ...], logp: dict[int, float]) -> float:
@@ -171,12 +199,13 @@ def _tier(index: CorpusIndex, u: Units, norm: str, shard: int, rank: int, a: int
 
 
 def retrieve(index: CorpusIndex, u: Units, text: str, a: int, b: int, max_docs: int,
-             known: dict[int, DocMatch] | None = None) -> tuple[int, tuple[DocMatch, ...]]:
+             known: dict[int, DocMatch] | None = None,
+             norm: str | None = None) -> tuple[int, tuple[DocMatch, ...]]:
     """Step 3: the span's corpus count and its documents (the first ``max_docs`` occurrences),
     each with its tier. ``known``: documents already found fully matching this generation
-    (through another span), not compared again."""
+    (through another span), not compared again; ``norm``: ``normalize(text)`` if known."""
     known = {} if known is None else known
-    norm = normalize(text)
+    norm = normalize(text) if norm is None else norm
     found = index.engine.find(list(u.ids[a:b]))
     out: dict[int, DocMatch] = {}
     taken = 0
@@ -215,8 +244,9 @@ class SimpleTrace:
                  for a, b in found]
         kept = []
         known: dict[int, DocMatch] = {}
+        norm = normalize(text)
         for s in rarest(spans, length, cfg.rarity):
-            count, docs = retrieve(idx, u, text, s.start, s.end, cfg.max_docs, known)
+            count, docs = retrieve(idx, u, text, s.start, s.end, cfg.max_docs, known, norm)
             kept.append(Span(s.start, s.end, s.length, s.text, s.logprob, count, docs))
         segments = merge([(s.start, s.end) for s in kept])
         return GenerationTrace(text, length, unit, tuple(kept), tuple(segments), len(found))
