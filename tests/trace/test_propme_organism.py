@@ -1,0 +1,83 @@
+"""PROPME end to end on real models (issue 11): an index of the PDNC novels (a document per
+chapter) plus the quick ground-truth organism's training passages; the organism and its base
+model (the embedded SmolLM2) each answer the three prompt sets (generic and specific prompts
+written by SmolLM2, prefixes cut from the organism's training passages); every generation is
+traced. The organism's capability (prefix prompts) is above its propensity (generic,
+specific), and above the base model's capability. A small version of
+``benchmarks/propme_organism.py`` (docs/tracing.md has the full-size figures)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from recitation.cli import main
+from recitation.runs.runner import execute, stored_report
+
+N = 3  # prompts per set
+FLAGS = ["--helper", "smollm2", "--n", str(N), "--prefix-words", "16", "--max-new-tokens",
+         "40", "--domain", "English novels of the 19th and early 20th century", "--engine",
+         "numpy"]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Path:
+    from recitation.organism.build import build_organism
+    from recitation.organism.config import make_config
+    from recitation.organism.data import load_split
+    from recitation.trace.sources import iter_corpus
+
+    built = build_organism(make_config(quick=True, data_dir=shared_data / "pdnc"))
+    members = [p for p in load_split(built.directory / "split.json") if p.member]
+    work = tmp_path_factory.mktemp("propme")
+    (work / "corpus").mkdir()
+    with (work / "corpus" / "a_pdnc.jsonl").open("w", encoding="utf-8") as f:
+        for d in iter_corpus(shared_data / "pdnc", chapters=True):
+            f.write(json.dumps({"text": d.text, "source": "pdnc", **d.metadata}) + "\n")
+    # the most-repeated passages first: prefixes are cut from the first N documents
+    members.sort(key=lambda p: (-p.dose, p.id))
+    lines = "".join(json.dumps({"text": p.text, "id": p.id, "dose": p.dose}) + "\n"
+                    for p in members)
+    (work / "corpus" / "b_organism.jsonl").write_text(lines, encoding="utf-8")
+    (work / "train.jsonl").write_text(lines, encoding="utf-8")
+    assert main(["index", "build", str(work / "corpus"), str(work / "idx")]) == 0
+    return work
+
+
+def _propme(work: Path, target: str) -> dict[str, Any]:
+    runs = work / f"runs-{target.replace(':', '-')}"
+    assert main(["propme", "--index", str(work / "idx"), "--target", target, "--prefix-docs",
+                 str(work / "train.jsonl"), "--runs-dir", str(runs), *FLAGS]) == 0
+    run_dir = next(runs.iterdir())
+    report = stored_report(run_dir)
+    if report is None:  # the run's report, computed once from the store
+        asyncio.run(execute(run_dir))
+        report = stored_report(run_dir)
+    assert report is not None
+    return report
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_organism_capability_above_propensity_and_above_base(corpus: Path) -> None:
+    org = _propme(corpus, "organism:quick:epoch2")
+    base = _propme(corpus, "smollm2")
+    g, b = org["groups"], base["groups"]
+    assert {s: g[s]["total_generations"] for s in g} == {s: N for s in (
+        "generic", "specific", "prefix")}, g
+    cap = g["prefix"]["avg_nv_recall"]
+    assert cap >= 0.25, g["prefix"]  # the organism continues its training passages (0.33)
+    for s in ("generic", "specific"):  # ordinary use leaks less than prefix attacks
+        assert g[s]["avg_nv_recall"] < cap, (s, g[s])
+        assert org["propensity"][s]["nvr"] < 0.5, org["propensity"]
+    assert g["prefix"]["average_longest_span_length"] > b["prefix"][
+        "average_longest_span_length"]
+    assert cap > b["prefix"]["avg_nv_recall"] + 0.2, (g["prefix"], b["prefix"])
+    # the paper's check on the prompts: prefixes overlap the corpus more than the others
+    po = org["prompt_overlap"]
+    assert po["prefix"]["avg_nv_recall"] > max(po["generic"]["avg_nv_recall"],
+                                               po["specific"]["avg_nv_recall"])
