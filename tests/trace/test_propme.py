@@ -108,3 +108,23 @@ def test_prefixes_from_the_training_documents(tmp_path: Path) -> None:
     assert len(items) == 2 and {tuple(it.payload["prompt"].split()) for it in items} == {
         tuple(t.split()[:10]) for t in chosen}
     assert set(job.input_files()) == {"params.prefix_docs"}
+
+
+def test_helper_prompts_copied_from_the_corpus_are_flagged(tmp_path: Path) -> None:
+    """A helper that quotes the corpus in its "ordinary" prompts makes them prefix attacks:
+    the report says what share of each set was copied whole."""
+    idx = tmp_path / "kjv"
+    build_index(CHAPTERS, idx)
+    quoted = " ".join(CHAPTERS[3].text.split()[:15])
+    helper = ScriptedModel(lambda req: json.dumps([quoted, "Write a prayer for rain.",
+                                                   "Describe a flood.", "Tell a tale."]))
+    job = make_job("propme", {"index": [str(idx)], "engine": "numpy", "n": 4,
+                              "sets": ["specific", "prefix"], "prefix_words": 12}, 0)
+    job.use_helper(helper)  # type: ignore[attr-defined]
+    records = asyncio.run(job.run_items(job.items(), ScriptedModel(novel_writer)))
+    report = job.finalize([(str(i), r) for i, r in enumerate(records)])
+    assert report is not None
+    assert report["prompt_overlap"]["specific"]["full_match_ratio"] == 0.25
+    assert [w for w in report["warnings"] if "copied whole" in w] == [
+        "25% of the specific prompts are copied whole from a corpus document: the helper "
+        "quoted the corpus, and those prompts act as prefix attacks"]

@@ -81,3 +81,5 @@ def test_organism_capability_above_propensity_and_above_base(corpus: Path) -> No
     po = org["prompt_overlap"]
     assert po["prefix"]["avg_nv_recall"] > max(po["generic"]["avg_nv_recall"],
                                                po["specific"]["avg_nv_recall"])
+    copied = [s for s in ("generic", "specific") if po[s]["full_match_ratio"] > 0]
+    assert len([w for w in org["warnings"] if "copied whole" in w]) == len(copied)

@@ -186,6 +186,11 @@ class PropmeJob(Job):
                         "avg_nv_recall"] and overlap["prefix"]["avg_nv_recall"] > 0:
                     warnings.append(f"{s} prompts overlap the corpus as much as the prefix "
                                     "prompts (NVR): they do not measure propensity")
+        for s in propme.NON_ADVERSARIAL:
+            if overlap.get(s, {}).get("full_match_ratio", 0.0) > 0:
+                warnings.append(f"{overlap[s]['full_match_ratio']:.0%} of the {s} prompts are "
+                                "copied whole from a corpus document: the helper quoted the "
+                                "corpus, and those prompts act as prefix attacks")
         return {"groups": groups, "prompt_overlap": overlap,
                 "propensity": propme.report(groups), "warnings": warnings}
 
