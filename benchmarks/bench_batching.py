@@ -49,7 +49,7 @@ def main() -> None:
             many += model.generate_sync(reqs[i : i + args.batch_size])
         batched.append(time.perf_counter() - t0)
     tokens = sum(g.usage.output_tokens for g in many)
-    same = sum(a.text == b.text for a, b in zip(one, many))
+    same = sum(a.text == b.text for a, b in zip(one, many, strict=True))
     s, b = statistics.median(single), statistics.median(batched)
     print(f"machine: {platform.machine()} {platform.processor()} threads={model.threads}")
     print(f"16 prompts x {args.new_tokens} new tokens (greedy), {tokens} tokens generated")
