@@ -46,6 +46,7 @@ import logging
 import math
 import os
 import select
+import signal
 import socket
 import sys
 import threading
@@ -569,6 +570,7 @@ def serve_command(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr)
         return 2
+    _stop_on_signals()
     try:
         model.load()  # before announcing the URL, so the first request is not slow
         print(f"Serving {model.name} at {handle.url}")
@@ -583,6 +585,18 @@ def serve_command(args: argparse.Namespace) -> int:
     if handle.model_threads_running:
         _exit_now(0)
     return 0
+
+
+def _stop_on_signals() -> None:
+    """Ctrl-C (SIGINT) and SIGTERM stop the server, even when the process was started with
+    SIGINT ignored (a background job of a non-interactive shell inherits that, and Python
+    then installs no KeyboardInterrupt handler: the server could not be stopped)."""
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, interrupt)
 
 
 def _exit_now(code: int) -> None:

@@ -369,6 +369,33 @@ async def test_serve_cli_serves_the_embedded_model(tmp_path: Path) -> None:
             proc.wait()
 
 
+@pytest.mark.model
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_serve_stops_on_a_signal_even_with_sigint_ignored(sig: str, tmp_path: Path) -> None:
+    """A background job of a non-interactive shell starts with SIGINT ignored (Python then
+    installs no KeyboardInterrupt handler): the server still stops on SIGINT, and on SIGTERM,
+    with exit code 0."""
+    code = "from recitation.cli import main; raise SystemExit(main())"
+
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    with open(tmp_path / "stderr.txt", "w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, "serve", "--port", "0", "--threads", "1"],
+            stdout=subprocess.PIPE, stderr=err, text=True, preexec_fn=ignore_sigint)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("Serving "), line + (tmp_path / "stderr.txt").read_text()
+        proc.send_signal(getattr(signal, sig))
+        assert proc.wait(120) == 0, (tmp_path / "stderr.txt").read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def _post_quietly(url: str, body: dict[str, Any]) -> None:
     try:
         httpx.post(url, json=body, timeout=120)
