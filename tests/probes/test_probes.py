@@ -239,3 +239,67 @@ def test_jobs_on_a_tiny_novel_not_in_pdnc() -> None:
 def test_empty_novel_list_is_refused() -> None:
     with pytest.raises(ConfigError, match="novels is empty"):
         make_job("csg", {}, 0).items()
+
+
+class Scorer(ScriptedModel):
+    """Log-probability of a text: -1 per word, and +5 for each word in ``liked``."""
+
+    def __init__(self, liked: set[str]) -> None:
+        super().__init__()
+        self.liked = liked
+
+    async def score(self, texts: list[str]) -> list[Any]:
+        from recitation.models.base import TokenScores
+
+        out = []
+        for t in texts:
+            self.scored.append(t)
+            words = re.findall(r"[A-Za-z]+", t)
+            out.append(TokenScores(tuple(words), tuple(
+                5.0 if w in self.liked else -1.0 for w in words[1:])))
+        return out
+
+
+def test_scoring_variants_pick_the_most_likely_candidate() -> None:
+    """scoring='logprob': each candidate filled in and scored; the prediction is the
+    candidate of the highest total log-probability (checked by brute force), ties to the
+    first; every candidate is scored once per item."""
+    from recitation.probes.scoring import best_candidates
+
+    liked = {"Harriet", "Bates"}
+    model = Scorer(liked)
+    nc = make_job("name_cloze", {"novels": [str(TINY)], "n": 5, "min_tokens": 8,
+                                 "max_tokens": 40, "scoring": "logprob"}, 0)
+    recs = run(nc, model)
+    assert recs and not model.requests  # nothing generated
+    for r in recs:
+        assert r["answer"] in r["candidates"]
+        totals = [sum(5.0 if w in liked else -1.0 for w in re.findall(
+            r"[A-Za-z]+", r["passage"].replace("[MASK]", c))[1:]) for c in r["candidates"]]
+        assert r["prediction"] == r["candidates"][totals.index(max(totals))]
+        assert r["correct"] == (r["prediction"] == r["answer"])
+    assert len(model.scored) == sum(len(r["candidates"]) for r in recs)
+    job = make_job("csg", {"novels": [str(TINY)], "n": 5, "context_sentences": 1,
+                           "scoring": "logprob"}, 0)
+    recs = run(job, model)
+    assert recs
+    for r in recs:
+        assert set(r["corrupted"]) <= set(r["candidates"]) and set(r["gold"]) & set(
+            r["candidates"])
+        assert r["memorization"] == (r["prediction"] in r["gold"])
+        if r["speaker"] == "Harriet Bates":  # the liked names are the true speaker's
+            assert r["memorization"] and r["prediction"] in {"Harriet", "Bates",
+                                                              "Harriet Bates", "Miss Bates"}
+    assert asyncio.run(best_candidates(Scorer(set()), [["a b", "a", "a b c"], ["x"]])) == [1, 0]
+
+
+def test_scoring_needs_log_probabilities() -> None:
+    from recitation.models.base import Capabilities
+
+    class NoLogprobs(ScriptedModel):
+        capabilities = Capabilities(logprobs=False)
+
+    nc = make_job("name_cloze", {"novels": [str(TINY)], "n": 2, "min_tokens": 8,
+                                 "max_tokens": 40, "scoring": "logprob"}, 0)
+    with pytest.raises(ConfigError, match="needs log-probabilities"):
+        run(nc, NoLogprobs())

@@ -26,7 +26,8 @@ def _run(job: str, args: argparse.Namespace, params: dict[str, Any]) -> int:
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    params: dict[str, Any] = {"n": args.n, "max_new_tokens": args.max_new_tokens}
+    params: dict[str, Any] = {"n": args.n, "max_new_tokens": args.max_new_tokens,
+                              "scoring": args.scoring}
     return _run(_JOBS[args.probe], args, params)
 
 
@@ -68,6 +69,10 @@ def add_probe_parser(sub: Any) -> None:
         p.add_argument("--n", type=int, default=100, help="passages per novel (name cloze) "
                        "or quotes per quote type and novel (CSG); the paper: 100")
         p.add_argument("--max-new-tokens", type=int, default=50)
+        p.add_argument("--scoring", choices=["generate", "logprob"], default="generate",
+                       help="generate: the paper's prompt and an exact match (default); "
+                       "logprob: ours, for white-box models, the most likely of the novel's "
+                       "names (docs/probes.md)")
         p.set_defaults(func=cmd_probe, probe=name)
     p = psub.add_parser("contamination", help="Min-K% of verbalized quotation records")
     _common(p)

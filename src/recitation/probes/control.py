@@ -23,20 +23,24 @@ from recitation.runs.jobs import Job, make_job
 
 
 def probe_jobs(novels: Sequence[str], seed: int, n_cloze: int, n_csg: int,
-               max_new_tokens: int = 12) -> tuple[Job, Job]:
-    nc = make_job("name_cloze", {"novels": list(novels), "n": n_cloze,
+               max_new_tokens: int = 12, scoring: str = "generate",
+               context_sentences: int = 10) -> tuple[Job, Job]:
+    nc = make_job("name_cloze", {"novels": list(novels), "n": n_cloze, "scoring": scoring,
                                  "max_new_tokens": max_new_tokens}, seed)
-    cs = make_job("csg", {"novels": list(novels), "n": n_csg,
-                          "max_new_tokens": max_new_tokens}, seed)
+    cs = make_job("csg", {"novels": list(novels), "n": n_csg, "scoring": scoring,
+                          "max_new_tokens": max_new_tokens,
+                          "context_sentences": context_sentences}, seed)
     return nc, cs
 
 
-def training_texts(members: Sequence[str], seed: int, n_cloze: int, n_csg: int) -> list[str]:
+def training_texts(members: Sequence[str], seed: int, n_cloze: int, n_csg: int,
+                   context_sentences: int = 10) -> list[str]:
     """The unmasked name-cloze passages and original CSG passages (none when ``n_csg`` is
     0) of the member novels."""
     from recitation.probes.novel import load_novel
 
-    nc, cs = probe_jobs(members, seed, n_cloze, max(1, n_csg))
+    nc, cs = probe_jobs(members, seed, n_cloze, max(1, n_csg),
+                        context_sentences=context_sentences)
     texts = [it.payload["passage"].replace("[MASK]", it.payload["answer"])
              for it in nc.items()]
     if n_csg == 0:
@@ -71,9 +75,11 @@ def train_control(texts: Sequence[str], out: Path, *, dose: int = 8, epochs: int
 
 
 def measure(model: Any, novels: Sequence[str], seed: int, n_cloze: int,
-            n_csg: int) -> dict[str, dict[str, float]]:
+            n_csg: int, scoring: str = "generate",
+            context_sentences: int = 10) -> dict[str, dict[str, float]]:
     """novel -> name-cloze accuracy and CSG-M (not run when ``n_csg`` is 0) on ``model``."""
-    nc, cs = probe_jobs(novels, seed, n_cloze, max(1, n_csg))
+    nc, cs = probe_jobs(novels, seed, n_cloze, max(1, n_csg), scoring=scoring,
+                        context_sentences=context_sentences)
     out: dict[str, dict[str, float]] = {}
     for job, key in ((nc, "name_cloze"), (cs, "csg_m"))[: 2 if n_csg else 1]:
         recs = asyncio.run(job.run_items(job.items(), model))

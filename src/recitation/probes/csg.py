@@ -47,6 +47,7 @@ from recitation.probes.novel import (
     sentence_spans,
     split_honorific,
 )
+from recitation.probes.scoring import Scoring, best_candidates, require_logprobs
 from recitation.runs.jobs import Job, Table, WorkItem
 
 FIRST_NAMES = {"M": ("Henry", "Joseph"), "F": ("Emma", "Elizabeth")}
@@ -176,6 +177,8 @@ class CsgParams(BaseModel):
     n: int = Field(100, ge=1, description="quotes per quote type and novel (the paper: 100)")
     context_sentences: int = Field(10, ge=0)
     max_new_tokens: int = Field(50, ge=1, description="the authors: 50")
+    scoring: Scoring = Field("generate", description="generate: the paper's prompts; logprob: "
+                             "ours, the most likely of the novel's names (probes/scoring.py)")
 
 
 class CsgJob(Job):
@@ -199,8 +202,12 @@ class CsgJob(Job):
                 if (it := csg_item(novel, q, sents, p.context_sentences, cache)) is not None:
                     by_type[it["quote_type"]].append({**it, "book": book})
             rng = random.Random(f"{self.seed}:{novel.folder}")
+            names = sorted({n for c in novel.characters if c.category != "minor"
+                            for n in names_of(c)})
             for qt in QUOTE_TYPES:
                 for it in rng.sample(by_type[qt], min(p.n, len(by_type[qt]))):
+                    if p.scoring == "logprob":
+                        it = {**it, "candidates": sorted(set(names) | set(it["corrupted"]))}
                     out.append(WorkItem(f"{novel.folder}/{it['quote_id']}", it))
         return out
 
@@ -210,18 +217,22 @@ class CsgJob(Job):
 
     async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
         require_access(["csg"], model.capabilities, model.backend)
-        reqs = []
-        for it in items:
-            x = it.payload
-            tmpl = EXPLICIT_PROMPT if x["quote_type"] == "Explicit" else OTHER_PROMPT
-            reqs.append(GenerationRequest.chat(
-                tmpl.format(book=x["book"], passage=x["passage"], quote=x["quote"]),
-                max_tokens=self.params.max_new_tokens, temperature=0.0))
-        gens = await model.generate(reqs)
+        prompts = [_prompt(it.payload) for it in items]
+        if self.params.scoring == "logprob":
+            require_logprobs(model, "csg")
+            best = await best_candidates(model, [
+                [f"{pr}\n<speaker>{c}</speaker>" for c in it.payload["candidates"]]
+                for pr, it in zip(prompts, items, strict=True)])
+            preds = [it.payload["candidates"][b] for it, b in zip(items, best, strict=True)]
+            outputs = [""] * len(items)
+        else:
+            gens = await model.generate([GenerationRequest.chat(
+                pr, max_tokens=self.params.max_new_tokens, temperature=0.0) for pr in prompts])
+            outputs = [g.text for g in gens]
+            preds = [parse_tag(o, "speaker") for o in outputs]
         out = []
-        for it, g in zip(items, gens, strict=True):
-            pred = parse_tag(g.text, "speaker")
-            out.append({**it.payload, "output": g.text, "prediction": pred,
+        for it, o, pred in zip(items, outputs, preds, strict=True):
+            out.append({**it.payload, "output": o, "prediction": pred,
                         "memorization": pred in it.payload["gold"],
                         "reasoning": pred not in it.payload["gold"]
                         and pred in it.payload["corrupted"]})
@@ -234,6 +245,11 @@ class CsgJob(Job):
                 for n, s in sorted(scores.items())]
         return Table("Corrupted-Speaker-Guessing", ["novel", "quotes", "CSG-M", "CSG-M (cloze)",
                                                    "CSG-R"], rows)
+
+
+def _prompt(x: Mapping[str, Any]) -> str:
+    tmpl = EXPLICIT_PROMPT if x["quote_type"] == "Explicit" else OTHER_PROMPT
+    return tmpl.format(book=x["book"], passage=x["passage"], quote=x["quote"])
 
 
 def csg_scores(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -263,6 +279,6 @@ CSG = MethodInfo(
     paper="Michel et al. 2025 (quotation attribution, section 5 and appendix B)",
     access=frozenset({Access.GENERATE}), writes=("output", "memorization", "reasoning"),
     calls=_calls, calls_formula="1 generation", job="csg", family="csg", unit="sample",
-    select="probe csg", options=("n", "context_sentences", "max_new_tokens"),
+    select="probe csg", options=("n", "context_sentences", "max_new_tokens", "scoring"),
     summary="the speaker of a quote in a passage where the speaker's names are replaced; "
     "the true name = memorization, the replacement = reasoning (per quote type, averaged)")

@@ -34,6 +34,7 @@ from recitation.probes.novel import (
     sentence_spans,
     word_tokens,
 )
+from recitation.probes.scoring import Scoring, best_candidates, require_logprobs
 from recitation.runs.jobs import Job, Table, WorkItem
 
 PROMPT = (
@@ -92,6 +93,8 @@ class NameClozeParams(BaseModel):
     min_tokens: int = Field(40, ge=1)
     max_tokens: int = Field(60, ge=1)
     max_new_tokens: int = Field(50, ge=1, description="the authors: 50")
+    scoring: Scoring = Field("generate", description="generate: the paper's prompt; logprob: "
+                             "ours, the most likely of the novel's names (probes/scoring.py)")
 
 
 class NameClozeJob(Job):
@@ -110,8 +113,10 @@ class NameClozeJob(Job):
             cands = cloze_passages(novel.text, name_words(novel), min_tokens=p.min_tokens,
                                    max_tokens=p.max_tokens)
             rng = random.Random(f"{self.seed}:{novel.folder}")
+            extra = {"candidates": sorted(name_words(novel))} if p.scoring == "logprob" else {}
             for k, c in enumerate(rng.sample(cands, min(p.n, len(cands)))):
-                out.append(WorkItem(f"{novel.folder}/{k:04d}", {"novel": novel.folder, **c}))
+                out.append(WorkItem(f"{novel.folder}/{k:04d}",
+                                    {"novel": novel.folder, **c, **extra}))
         return out
 
     def input_files(self) -> dict[str, Any]:
@@ -121,6 +126,8 @@ class NameClozeJob(Job):
 
     async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
         require_access(["name_cloze"], model.capabilities, model.backend)
+        if self.params.scoring == "logprob":
+            return await self._run_scored(items, model)
         reqs = [GenerationRequest.chat(PROMPT % it.payload["passage"],
                                        max_tokens=self.params.max_new_tokens, temperature=0.0)
                 for it in items]
@@ -129,6 +136,18 @@ class NameClozeJob(Job):
         for it, g in zip(items, gens, strict=True):
             pred = parse_tag(g.text, "name")
             out.append({**it.payload, "output": g.text, "prediction": pred,
+                        "correct": pred == it.payload["answer"]})
+        return out
+
+    async def _run_scored(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
+        require_logprobs(model, "name_cloze")
+        texts = [[it.payload["passage"].replace("[MASK]", c) for c in it.payload["candidates"]]
+                 for it in items]
+        best = await best_candidates(model, texts)
+        out = []
+        for it, b in zip(items, best, strict=True):
+            pred = it.payload["candidates"][b]
+            out.append({**it.payload, "output": "", "prediction": pred, "scoring": "logprob",
                         "correct": pred == it.payload["answer"]})
         return out
 
@@ -158,6 +177,6 @@ NAME_CLOZE = MethodInfo(
     "al. 2023)", access=frozenset({Access.GENERATE}),
     writes=("output", "correct"), calls=_calls, calls_formula="1 generation",
     job="name_cloze", family="name_cloze", unit="passage", select="probe name-cloze",
-    options=("n", "min_tokens", "max_tokens", "max_new_tokens"),
+    options=("n", "min_tokens", "max_tokens", "max_new_tokens", "scoring"),
     summary="a 40-60 token passage with its one single-token character name masked; exact "
     "match of the model's answer, per novel")
