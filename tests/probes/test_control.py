@@ -3,7 +3,6 @@ novels; name-cloze accuracy must rise on those novels and not on the others."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -36,20 +35,20 @@ def test_verdict_can_fail() -> None:
 
 @pytest.mark.model
 @pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("RECITATION_PROBE_CONTROL") != "1", reason=(
-    "known to fail (measured, docs/probes.md) and it took over 13 min and 10 GB beside the "
-    "suite: run it with RECITATION_PROBE_CONTROL=1"))
-@pytest.mark.xfail(strict=True, reason="measured 2026-11-23 (docs/probes.md): SmolLM2-135M "
-                   "gives no parsable <name> answer in 12 tokens, before or after fine-tuning "
-                   "on the passages: accuracy 0 everywhere; strict, so a fix shows up")
 def test_name_cloze_rises_on_trained_novels_only(shared_data: Path, tmp_path: Path) -> None:
+    """With the scoring cloze (the most likely of the novel's names): measured 2026-11-24,
+    Persuasion 0.00 -> 0.75 after fine-tuning on its 4 cloze passages, Hard Times 0.25 ->
+    0.25 (4.7 min, 3.1 GB beside a CI run). The paper's generation cloze gives 0 everywhere
+    on this 135M model, before and after (docs/probes.md)."""
     from recitation.models.local import LocalModel
 
     member, other = (str(shared_data / "pdnc" / n) for n in ("Persuasion", "HardTimes"))
     texts = control.training_texts([member], 0, 4, 0)  # the cloze passages only: cheap
     assert len(texts) == 4
     out = control.train_control(texts, tmp_path / "control", dose=8, epochs=3)
-    base = control.measure(LocalModel("smollm2"), [member, other], 0, 4, 0)
-    trained = control.measure(LocalModel(str(out)), [member, other], 0, 4, 0)
+    base = control.measure(LocalModel("smollm2"), [member, other], 0, 4, 0, scoring="logprob")
+    trained = control.measure(LocalModel(str(out)), [member, other], 0, 4, 0,
+                              scoring="logprob")
     v = control.verdict(base, trained, {"Persuasion"}, "name_cloze")
     assert v["passed"], (v, base, trained)
+    assert trained["Persuasion"]["name_cloze"] >= 0.5, trained
