@@ -90,22 +90,25 @@ def killed_then_resumed(argv: Callable[[Path, str], list[str]], server: ServerHa
     fork = multiprocessing.get_context("fork")
     child = fork.Process(target=_child, args=(argv(runs, server.url),))
     child.start()
-    # generous bounds, not timing: CI runs this beside CPU-bound processes (a 120 s bound
-    # ran out once there while the run's answers were still being committed)
-    deadline = time.monotonic() + 600
-    while len(server.received) <= start + at:
-        assert child.is_alive(), f"the run ended before request {at}"
-        assert time.monotonic() < deadline, "the run never reached the kill point"
-        time.sleep(0.02)
-    # every answer the server gave is committed before the kill (an answer still on its way
-    # to the store when the process dies is asked again on resume: not what is tested here)
-    deadline = time.monotonic() + 600
-    while _stored_answers(runs) < len(server.completed) - done_before:
-        assert time.monotonic() < deadline, (
-            f"answers never reached the store: {_stored_answers(runs)} stored, "
-            f"{len(server.completed) - done_before} answered")
-        time.sleep(0.02)
-    os.kill(child.pid, signal.SIGKILL)  # type: ignore[arg-type]
+    try:
+        # generous bounds, not timing: CI runs this beside CPU-bound processes (a 120 s bound
+        # ran out once there while the run's answers were still being committed)
+        deadline = time.monotonic() + 600
+        while len(server.received) <= start + at:
+            assert child.is_alive(), f"the run ended before request {at}"
+            assert time.monotonic() < deadline, "the run never reached the kill point"
+            time.sleep(0.02)
+        # every answer the server gave is committed before the kill (an answer still on its way
+        # to the store when the process dies is asked again on resume: not what is tested here)
+        deadline = time.monotonic() + 600
+        while _stored_answers(runs) < len(server.completed) - done_before:
+            assert time.monotonic() < deadline, (
+                f"answers never reached the store: {_stored_answers(runs)} stored, "
+                f"{len(server.completed) - done_before} answered")
+            time.sleep(0.02)
+    finally:  # a failed wait must not leave the child behind (pytest would wait for it)
+        if child.is_alive():
+            os.kill(child.pid, signal.SIGKILL)  # type: ignore[arg-type]
     child.join()
     assert child.exitcode == -signal.SIGKILL
     answered = [json.dumps(r.body, sort_keys=True) for r in server.completed[done_before:]]
