@@ -110,10 +110,11 @@ class NameClozeJob(Job):
         out = []
         for folder in p.novels:
             novel = load_novel(folder)
-            cands = cloze_passages(novel.text, name_words(novel), min_tokens=p.min_tokens,
+            names = name_words(novel)
+            cands = cloze_passages(novel.text, names, min_tokens=p.min_tokens,
                                    max_tokens=p.max_tokens)
             rng = random.Random(f"{self.seed}:{novel.folder}")
-            extra = {"candidates": sorted(name_words(novel))} if p.scoring == "logprob" else {}
+            extra = {"candidates": sorted(names)} if p.scoring == "logprob" else {}
             for k, c in enumerate(rng.sample(cands, min(p.n, len(cands)))):
                 out.append(WorkItem(f"{novel.folder}/{k:04d}",
                                     {"novel": novel.folder, **c, **extra}))
@@ -147,7 +148,7 @@ class NameClozeJob(Job):
         out = []
         for it, b in zip(items, best, strict=True):
             pred = it.payload["candidates"][b]
-            out.append({**it.payload, "output": "", "prediction": pred, "scoring": "logprob",
+            out.append({**it.payload, "output": "", "prediction": pred,
                         "correct": pred == it.payload["answer"]})
         return out
 

@@ -202,6 +202,10 @@ class _ShardWriter:
         self.jobs.append(self.pool.submit(_write_shard, self.out, len(self.jobs), shard,
                                           self.enc))
 
+    def abort(self) -> None:
+        """Wait for the shards under way, start no other."""
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
     def finish(self) -> int:
         """Wait for every shard; the number of tokens written (the first error re-raised)."""
         tokens = 0
@@ -266,7 +270,7 @@ def build_index(docs: Iterable[SourceDoc], out: str | Path, *,
             writer.submit(part)
         del cur, parts
     except BaseException:
-        writer.pool.shutdown(wait=True, cancel_futures=True)
+        writer.abort()
         raise
     tokens = writer.finish()
     shards = len(writer.jobs)

@@ -211,9 +211,10 @@ class NumpyEngine:
         return max(s.longest_prefix(q) for s in self.shards) // self.token_width
 
     def prefix_lengths(self, ids: list[int], starts: list[int], ends: list[int]) -> list[int]:
-        if self._encoded is None or self._encoded[0] != ids:  # the same ids in rounds
-            self._encoded = (list(ids), self.encode(ids))
-        q = self._encoded[1]
+        last = self._encoded  # one read: another thread may replace it meanwhile
+        if last is None or last[0] != ids:  # SimpleTrace asks about the same ids in rounds
+            last = self._encoded = (list(ids), self.encode(ids))
+        q = last[1]
         w = self.token_width
         return [max(s.longest_prefix(q[a * w:b * w]) for s in self.shards) // w
                 for a, b in zip(starts, ends, strict=True)]
