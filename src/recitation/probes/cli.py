@@ -79,6 +79,45 @@ def add_probe_parser(sub: Any) -> None:
     p.add_argument("--fraction", type=float, default=0.2, help="records per novel (paper: 0.2)")
     p.add_argument("--max-records", type=int, default=0, help="at most N per novel (0: no cap)")
     p.set_defaults(func=cmd_contamination)
+    p = psub.add_parser("control", help="positive control: fine-tune SmolLM2 on the probed "
+                        "passages of some novels; memorization must rise on those only")
+    p.add_argument("--members", nargs="+", required=True, metavar="DIR",
+                   help="novel folders to train on (PDNC format)")
+    p.add_argument("--others", nargs="+", required=True, metavar="DIR",
+                   help="novel folders probed but not trained on")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR",
+                   help="directory for the fine-tuned model, control.md and control.json")
+    p.add_argument("--n-cloze", type=int, default=4, help="name-cloze passages per novel")
+    p.add_argument("--n-csg", type=int, default=2,
+                   help="CSG quotes per quote type and novel (0: name cloze only)")
+    p.add_argument("--scoring", choices=["generate", "logprob"], default="logprob")
+    p.add_argument("--dose", type=int, default=8, help="copies of each passage per epoch")
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--learning-rate", type=float, default=1e-4)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_control)
+
+
+def cmd_control(args: argparse.Namespace) -> int:
+    """Exit 0 when every verdict passes, 1 when one fails (a check that can fail)."""
+    import json
+
+    from recitation.probes import control
+    from recitation.probes.novel import load_novel
+
+    for d in [*args.members, *args.others]:
+        load_novel(d)  # a bad folder fails here, before minutes of training
+    args.out.mkdir(parents=True, exist_ok=True)
+    result = control.run_control(
+        args.members, args.others, args.out, seed=args.seed, n_cloze=args.n_cloze,
+        n_csg=args.n_csg, scoring=args.scoring, dose=args.dose, epochs=args.epochs,
+        learning_rate=args.learning_rate)
+    text = control.report(result)
+    (args.out / "control.md").write_text(text, encoding="utf-8")
+    (args.out / "control.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+    print(text)
+    console.print(f"wrote {args.out / 'control.md'} and {args.out / 'control.json'}")
+    return 0 if result["passed"] else 1
 
 
 def add_task_parser(sub: Any) -> None:
@@ -103,6 +142,9 @@ def add_task_parser(sub: Any) -> None:
     p.add_argument("--group2", default="", help="comma-separated novel folders of group 2 "
                    "(default: PDNC's June 2023 release)")
     p.add_argument("--out", type=Path, default=None, help="Markdown file (and .json beside)")
+    p.add_argument("--control", type=Path, default=None, metavar="JSON",
+                   help="control.json of `recitation probe control`: its verdict joins the "
+                   "report")
     p.add_argument("--runs-dir", type=Path, default=None)
     p.set_defaults(func=cmd_analyse)
 
@@ -122,6 +164,12 @@ def cmd_analyse(args: argparse.Namespace) -> int:
                          [r for _, r in store.results()]))
     group2 = (frozenset(args.group2.split(",")) if args.group2 else PDNC_SECOND_RELEASE)
     text, numbers = report(per_novel_figures(runs), group2)
+    if args.control:
+        from recitation.probes.control import report as control_report
+
+        ctl = json.loads(args.control.read_text(encoding="utf-8"))
+        text += "\n" + control_report(ctl)
+        numbers["control"] = ctl
     if args.out:
         args.out.write_text(text, encoding="utf-8")
         args.out.with_suffix(".json").write_text(json.dumps(numbers, indent=2, default=str),

@@ -104,3 +104,61 @@ def verdict(base: dict[str, dict[str, float]], trained: dict[str, dict[str, floa
     rm, ro = rise(mem), rise(oth)
     return {"measure": measure_name, "rise_members": rm, "rise_others": ro,
             "passed": rm > 0 and rm > ro}
+
+
+MEASURES = {"name_cloze": "name cloze", "csg_m": "CSG-M (memorization)"}
+
+
+def run_control(members: Sequence[str], others: Sequence[str], out_dir: Path, *,
+                seed: int = 0, n_cloze: int = 4, n_csg: int = 2, scoring: str = "logprob",
+                dose: int = 8, epochs: int = 3, learning_rate: float = 1e-4,
+                threads: int | None = None) -> dict[str, Any]:
+    """Train on the members' probed passages, probe base and fine-tuned model on members and
+    others; the figures and a verdict per measure. ``threads``: default as the local
+    backend's (``RECITATION_THREADS``, else every core)."""
+    from recitation.models.local import LocalModel
+
+    threads = threads or LocalModel("smollm2").threads
+    novels = [*members, *others]
+    texts = training_texts(members, seed, n_cloze, n_csg)
+    model_dir = train_control(texts, out_dir / "model", dose=dose, epochs=epochs,
+                              learning_rate=learning_rate, seed=seed, threads=threads)
+    base = measure(LocalModel("smollm2", threads=threads), novels, seed, n_cloze, n_csg,
+                   scoring=scoring)
+    trained = measure(LocalModel(str(model_dir), threads=threads), novels, seed, n_cloze,
+                      n_csg, scoring=scoring)
+    names = {Path(m).name for m in members}
+    verdicts = [verdict(base, trained, names, m) for m in MEASURES
+                if any(m in v for v in base.values())]
+    return {"members": sorted(names), "others": sorted(Path(o).name for o in others),
+            "training_texts": len(texts), "dose": dose, "epochs": epochs,
+            "learning_rate": learning_rate, "scoring": scoring, "seed": seed,
+            "n_cloze": n_cloze, "n_csg": n_csg, "base": base, "trained": trained,
+            "verdicts": verdicts, "passed": bool(verdicts) and all(v["passed"]
+                                                                   for v in verdicts)}
+
+
+def report(result: dict[str, Any]) -> str:
+    """The Markdown section: per novel and measure, base -> fine-tuned, and the verdicts."""
+    lines = ["## Positive control", "",
+             f"SmolLM2 fine-tuned on the probed passages of {', '.join(result['members'])} "
+             f"({result['training_texts']} texts, {result['dose']} copies, "
+             f"{result['epochs']} epochs, lr {result['learning_rate']}); scoring "
+             f"'{result['scoring']}'; not trained: {', '.join(result['others'])}.", "",
+             "| novel | trained | measure | base | fine-tuned | rise |",
+             "|---|---|---|---|---|---|"]
+    for n in sorted(result["base"]):
+        for m in MEASURES:
+            if m in result["base"][n] and m in result["trained"].get(n, {}):
+                b, t = result["base"][n][m], result["trained"][n][m]
+                lines.append(f"| {n} | {'yes' if n in result['members'] else 'no'} | "
+                             f"{MEASURES[m]} | {b:.2f} | {t:.2f} | {t - b:+.2f} |")
+    lines.append("")
+    for v in result["verdicts"]:
+        word = "PASSED" if v["passed"] else "FAILED"
+        lines.append(f"- **{word}** ({MEASURES[v['measure']]}): mean rise on the trained "
+                     f"novels {v['rise_members']:+.2f}, on the others {v['rise_others']:+.2f}"
+                     " (passes when the first is positive and larger).")
+    lines += ["", "A pass shows the probe detects memorization that was put there on purpose; "
+              "it does not say how much of any real model's training data the probe finds."]
+    return "\n".join(lines) + "\n"
