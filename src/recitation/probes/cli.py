@@ -74,7 +74,7 @@ def add_probe_parser(sub: Any) -> None:
                        "logprob: ours, for white-box models, the most likely of the novel's "
                        "names (docs/probes.md)")
         p.set_defaults(func=cmd_probe, probe=name)
-    p = psub.add_parser("contamination", help="Min-K% of verbalized quotation records")
+    p = psub.add_parser("contamination", help="Min-K%% of verbalized quotation records")
     _common(p)
     p.add_argument("--fraction", type=float, default=0.2, help="records per novel (paper: 0.2)")
     p.add_argument("--max-records", type=int, default=0, help="at most N per novel (0: no cap)")
