@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
@@ -26,10 +27,22 @@ def _pick(logits: torch.Tensor, req: GenerationRequest, gen: torch.Generator | N
     return int(torch.multinomial(probs, 1, generator=gen).item())
 
 
+def _cache_arg(model: Any, past: Any) -> dict[str, Any]:
+    """The KV cache argument: ``cache`` from transformers 5.x on (``past_key_values`` is
+    deprecated there and goes in 5.40), ``past_key_values`` before."""
+    params = inspect.signature(type(model).forward).parameters
+    return {"cache" if "cache" in params else "past_key_values": past}
+
+
+def _cache_of(res: Any) -> Any:
+    cache = getattr(res, "cache", None)
+    return cache if cache is not None else res.past_key_values
+
+
 def _forward(model: Any, ids: torch.Tensor, mask: torch.Tensor, past: Any) -> Any:
     pos = (mask.long().cumsum(-1) - 1).clamp(min=0)[:, -ids.shape[1]:]
     kwargs = dict(input_ids=ids, attention_mask=mask, position_ids=pos,
-                  past_key_values=past, use_cache=True)
+                  use_cache=True, **_cache_arg(model, past))
     try:
         return model(**kwargs, logits_to_keep=1)
     except TypeError:  # older transformers
@@ -72,7 +85,7 @@ def decode_batch(model: Any, tok: Any, stop_ids: set[int], prompts: list[str],
         if all(done):
             break
         res = _forward(model, step_ids, mask, past)
-        past = res.past_key_values
+        past = _cache_of(res)
         logits = res.logits[:, -1, :].float()
         logp = torch.log_softmax(logits, dim=-1)
         nxt = []
@@ -189,11 +202,11 @@ def score_shared_prefix(model: Any, tok: Any, rows: list[list[int]], prefix: int
         mask = torch.cat([torch.ones((len(sufs), prefix), dtype=torch.long),
                           torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in sufs])],
                          dim=1)
-        past = copy.deepcopy(res.past_key_values)
+        past = copy.deepcopy(_cache_of(res))
         past.batch_repeat_interleave(len(sufs))
         pos = torch.arange(prefix, prefix + width).unsqueeze(0).expand(len(sufs), -1)
         logits = model(input_ids=ids, attention_mask=mask, position_ids=pos,
-                       past_key_values=past, use_cache=True).logits
+                       use_cache=True, **_cache_arg(model, past)).logits
         for i, s in enumerate(sufs):
             logp = torch.log_softmax(logits[i, : len(s) - 1].float(), dim=-1)
             mu, sigma = _stats(logp)
