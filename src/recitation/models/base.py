@@ -233,6 +233,11 @@ class Model(abc.ABC):
         """What distinguishes this model's outputs (goes into every cache key)."""
         return {"backend": self.backend, "model": self.name}
 
+    def provenance(self) -> dict[str, Any]:
+        """What a report says answered the run: the identity, plus (where a backend knows
+        them) the weights' file and SHA-256. Never secrets."""
+        return self.identity()
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release resources (HTTP clients, ...)."""
 

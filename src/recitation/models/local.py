@@ -222,6 +222,15 @@ class LocalModel(Model):
             self._identity = ident
         return dict(self._identity)
 
+    def provenance(self) -> dict[str, Any]:
+        """The identity plus the weights actually used: the GGUF file's path and SHA-256 (the
+        embedded model's identity is its name only, to keep caches valid), or the
+        directory's path."""
+        if not self.gguf_file:
+            return self.identity() | {"path": str(self.directory)}
+        weights = Path(self.directory) / self.gguf_file
+        return self.identity() | {"path": str(weights), "weights_sha256": file_sha256(weights)}
+
     # -- loading ----------------------------------------------------------------------
     def load(self) -> _Loaded:
         with self._lock:

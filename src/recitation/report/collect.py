@@ -76,7 +76,8 @@ def _provenance(store: RunStore) -> dict[str, Any]:
             "created": meta.get("created"), "finished": meta.get("finished"),
             "status": meta.get("status"), "versions": meta.get("versions"),
             "git_commit": meta.get("git_commit"), "model": cfg.get("model"),
-            "params": cfg.get("params"), "input_files": meta.get("input_files")}
+            "params": cfg.get("params"), "input_files": meta.get("input_files"),
+            "model_weights": meta.get("model_provenance")}
 
 
 def _prefix(run: Path, settings: dict[str, Any], redact: bool) -> dict[str, Any]:

@@ -88,7 +88,7 @@ def create_run(cfg: RunConfig, runs_dir: Path | None = None) -> Path:
     items = job.items()  # reads the inputs: errors surface now
     _check_ids(cfg.job, items)
     snapshot, prints = job.snapshot(), fingerprint(job.input_files())
-    _check_models(cfg, job)
+    model_provenance = _check_models(cfg, job)
     runs_dir = runs_dir or default_runs_dir()
     run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{cfg.name or cfg.job}-{secrets.token_hex(3)}"
     run_dir = runs_dir / run_id
@@ -100,19 +100,28 @@ def create_run(cfg: RunConfig, runs_dir: Path | None = None) -> Path:
         store.set_meta("created", time.time())
         store.set_meta("versions", _versions())
         store.set_meta("git_commit", _git_commit())
+        store.set_meta("model_provenance", model_provenance)
         _store_inputs(store, items, snapshot, prints)
         store.set_meta("status", "created")
     return run_dir
 
 
-def _check_models(cfg: RunConfig, job: Job) -> None:
+def _check_models(cfg: RunConfig, job: Job) -> dict[str, Any]:
     """Build the target's backend (SDK, key, local weights' path), and the backend of every
     local model among the job's parameters (a helper or reference model: its path or
     organism checkpoint must exist), before the run exists and any model is called."""
-    registry.build_backend(cfg.model)
-    for value in dict(job.params).values():
+    out = {"target": _provenance(registry.build_backend(cfg.model))}
+    for key, value in dict(job.params).items():
         if isinstance(value, ModelConfig) and value.backend == "local":
-            registry.build_backend(value)
+            out[key] = _provenance(registry.build_backend(value))
+    return out
+
+
+def _provenance(model: Any) -> dict[str, Any]:
+    try:
+        return dict(model.provenance())
+    except OSError as exc:  # the weights cannot be read: the run's first call will say so
+        return dict(model.identity()) | {"error": f"cannot hash the weights: {exc}"}
 
 
 def _check_ids(job: str, items: list[WorkItem]) -> None:
