@@ -194,6 +194,11 @@ def test_parse_predictions() -> None:
         "1": "Anne", "2": "Mary"}
     assert qa.parse_predictions("1: Anne\n2: 'Mary'\n") == {"1": "Anne", "2": "Mary"}
     assert qa.parse_predictions("I cannot") == {}
+    # SmolLM2's replies: a name with an apostrophe in single quotes; cut off at the limit
+    assert qa.parse_predictions("{\n'quote_id_1' : 'The Queen's Speech',\n'quote_id_2' : "
+                                "'Alice'\n}") == {"1": "The Queen's Speech", "2": "Alice"}
+    assert qa.parse_predictions("{\n'quote_id_1' : 'Bingley',\n'quote_id_2' : 'Bingley',"
+                                "\n'quote_id_3'") == {"1": "Bingley", "2": "Bingley"}
 
 
 # -- the jobs on a scripted model ------------------------------------------------------------

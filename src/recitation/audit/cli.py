@@ -27,6 +27,10 @@ def add_audit_parser(sub: Any) -> None:
     p.add_argument("--n-controls", type=int, default=12, help="control passages (default 12)")
     p.add_argument("--passage-words", type=int, default=100)
     p.add_argument("--max-new-tokens", type=int, default=None)
+    p.add_argument("--recap-passages", type=int, default=4, help="text passages, and as many "
+                   "controls, also run through RECAP's feedback loop (0: no RECAP; default 4)")
+    p.add_argument("--recap-rounds", type=int, default=5, help="RECAP feedback rounds at "
+                   "most (released: 5)")
     p.add_argument("--no-pearl", action="store_true", help="skip PEARL (the costliest "
                    "black-box detector)")
     p.add_argument("--pearl-outputs", type=int, default=1)
@@ -47,6 +51,7 @@ def settings_from(args: argparse.Namespace) -> Any:
     return AuditSettings(
         passages=args.passages, controls=args.n_controls, passage_words=args.passage_words,
         max_new_tokens=args.max_new_tokens, pearl=not args.no_pearl,
+        recap_passages=args.recap_passages, recap_rounds=args.recap_rounds,
         pearl_outputs=args.pearl_outputs, pearl_max_intensity=args.pearl_max_intensity,
         target_fpr=args.target_fpr, n_bootstrap=args.bootstrap, seed=args.seed,
         cache=not args.no_cache, corpus=list(args.corpus))

@@ -40,12 +40,13 @@ from recitation.audit.inputs import (
     spec_hashes,
     write_jsonl,
 )
+from recitation.audit.recap import create_recap_runs
 from recitation.errors import ConfigError
 from recitation.methods import Access
 from recitation.models import registry
 from recitation.models.config import ModelConfig, parse_model_spec
 from recitation.models.registry import capabilities_of
-from recitation.runs.audits import load_manifest, save_manifest
+from recitation.runs.audits import RECAP_RUNS, load_manifest, save_manifest
 from recitation.runs.config import parse_config
 from recitation.runs.runner import RunOutcome, create_run, default_runs_dir, execute
 
@@ -65,6 +66,9 @@ class AuditSettings(BaseModel):
     prefix_fraction: float = Field(0.5, gt=0, lt=1)
     max_new_tokens: int | None = Field(None, ge=1, description="default: 2 tokens per "
                                        "target word + 8")
+    recap_passages: int = Field(4, ge=0, description="text passages, and as many control "
+                                "passages, also run through RECAP's feedback loop (0: none)")
+    recap_rounds: int = Field(5, ge=0, description="RECAP feedback rounds at most (released: 5)")
     pearl: bool = True
     pearl_perturbations: list[str] = Field(default_factory=lambda: ["bitflip"])
     pearl_max_intensity: int = Field(3, ge=1)
@@ -78,15 +82,18 @@ class AuditSettings(BaseModel):
     cache: bool = True
 
 
-def plan_methods(spec: str, corpus: bool, pearl: bool) -> tuple[list[str], dict[str, str]]:
+def plan_methods(spec: str, corpus: bool, pearl: bool,
+                 recap: bool = True) -> tuple[list[str], dict[str, str]]:
     """The method families that fit the model's access (registry metadata), and the ones
     left out with the reason."""
     model = parse_model_spec(spec)
     have = methods.model_access(capabilities_of(model["backend"]))
     if corpus:
         have.add(Access.CORPUS_INDEX)
-    wanted = [("probe", "prefix_probe"), ("detector", "pearl"), ("detector", "whitebox"),
-              ("tracer", "simpletrace")]
+    if Access.GENERATE in have:  # the audit's RECAP uses the model as its own helper and judge
+        have |= {Access.HELPER_MODEL, Access.JUDGE_MODEL}
+    wanted = [("probe", "prefix_probe"), ("extraction", "recap"), ("detector", "pearl"),
+              ("detector", "whitebox"), ("tracer", "simpletrace")]
     chosen: list[str] = []
     skipped: dict[str, str] = {}
     for kind, family in wanted:
@@ -94,6 +101,8 @@ def plan_methods(spec: str, corpus: bool, pearl: bool) -> tuple[list[str], dict[
         fit = [m for m in infos if not methods.missing_access(m, have)]
         if family == "pearl" and not pearl:
             skipped[family] = "turned off (--no-pearl)"
+        elif family == "recap" and not recap:
+            skipped[family] = "turned off (--recap-passages 0)"
         elif fit:
             chosen.append(family)
         else:
@@ -153,7 +162,8 @@ def create_audit(text: list[str], models: list[str], controls: list[str],
         ctl = ControlSet(ctl.passages, ctl.spec, ctl.builtin, controls_reason)
     for m in models:  # a bad spec or an unbuilt organism: refused before anything is written
         registry.build_backend(ModelConfig(**parse_model_spec(m)))
-    plans = {m: plan_methods(m, bool(settings.corpus), settings.pearl) for m in models}
+    plans = {m: plan_methods(m, bool(settings.corpus), settings.pearl,
+                             settings.recap_passages > 0) for m in models}
     stamp = time.strftime("%Y%m%d-%H%M%S")
     folder = (runs_dir or default_runs_dir()) / f"{name}-{stamp}-{secrets.token_hex(3)}"
     inputs = folder / "inputs"
@@ -189,6 +199,8 @@ def _create_runs(folder: Path, manifest: dict[str, Any], s: AuditSettings) -> No
         if "prefix_probe" in chosen:
             cfg = _prefix_cfg(spec, s, inputs / "passages.jsonl", _mode(spec))
             entry["runs"]["prefix_probe"] = create_run(cfg, runs).name
+        if "recap" in chosen:
+            create_recap_runs(inputs, runs, spec, s, entry, has_controls)
         detectors = [f for f in chosen if f in ("pearl", "whitebox")]
         if detectors and has_controls:
             cfg = _detect_cfg(spec, s, detectors, inputs / "text.jsonl",
@@ -206,7 +218,7 @@ def execute_audit(folder: Path, say: Say = print) -> list[RunOutcome]:
     settings = AuditSettings.model_validate(manifest["settings"])
     outcomes = []
     for entry in manifest["models"]:
-        for method in ("prefix_probe", "detect"):
+        for method in ("prefix_probe", *RECAP_RUNS.values(), "detect"):
             if name := entry["runs"].get(method):
                 say(f"{entry['spec']}: {method} ...")
                 t0 = time.perf_counter()

@@ -173,7 +173,8 @@ def mark_quotes(text: str, a: int, quotes: list[tuple[str, int, int]]) -> tuple[
 
 def parse_predictions(output: str) -> dict[str, str]:
     """``{'1': 'Anne', ...}`` from a reply: the first ``{...}`` as JSON or a Python literal
-    (a key's digits are its id: ``quote_id_1`` is 1), else ``id : name`` lines."""
+    (a key's digits are its id: ``quote_id_1`` is 1), else ``id : name`` lines (a reply cut
+    off at the token limit, or a name with an apostrophe inside single quotes)."""
     m = re.search(r"\{[^{}]*\}", output)
     if m:
         raw = re.sub(r"quote_|\|", "", m.group())
@@ -186,9 +187,11 @@ def parse_predictions(output: str) -> dict[str, str]:
                 return {m.group(): str(v).strip() for k, v in d.items()
                         if (m := re.search(r"\d+", str(k)))}
     out = {}
-    for k, v in re.findall(r"""^[\s'"|]*(?:quote_)?(\d+)[\s'"|]*:\s*['"]?([^'",\n}]+)""",
+    for k, v in re.findall(r"""^[\s'"|{]*(?:quote_)?(?:id_)?(\d+)[\s'"|]*:\s*(.*?)[\s,}]*$""",
                            output, flags=re.M):
-        out[k] = v.strip()
+        name = v.strip().strip("'\"").strip()
+        if name:
+            out[k] = name
     return out
 
 

@@ -26,32 +26,47 @@ def _layout(fig: Any, title: str, **kw: Any) -> Any:
     return fig
 
 
+def _methods(f: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(x label, {group: stats}) per model and extraction method: prefix probing, RECAP's
+    first attempt and RECAP after feedback."""
+    out = []
+    for m in f["models"]:
+        if m.get("extraction"):
+            out.append((f"{m['spec']} · prefix probing", m["extraction"]))
+        groups = (m.get("recap") or {}).get("groups") or {}
+        for stage, label in (("first", "RECAP first attempt"), ("final", "RECAP after feedback")):
+            if groups:
+                out.append((f"{m['spec']} · {label}", {g: v[stage] for g, v in groups.items()}))
+    return out
+
+
 def rouge_chart(f: dict[str, Any]) -> tuple[str, Any] | None:
     go = _go()
-    models = [m for m in f["models"] if m.get("extraction")]
-    if not models:
+    rows = _methods(f)
+    if not rows:
         return None
     fig = go.Figure()
     for g in ("text", "control"):
-        fig.add_bar(name=GROUP_NAMES[g], marker_color=COLORS[g],
-                    x=[f"{m['spec']} · prefix probing" for m in models],
-                    y=[m["extraction"][g]["rouge_l_weighted"] or 0 for m in models])
+        sel = [(x, s[g]) for x, s in rows if g in s]
+        fig.add_bar(name=GROUP_NAMES[g], marker_color=COLORS[g], x=[x for x, _ in sel],
+                    y=[s["rouge_l_weighted"] or 0 for _, s in sel])
     return "chart-rouge", _layout(fig, "ROUGE-L recall (weighted by gold words) per model "
                                   "and method", yaxis={"range": [0, 1]}, barmode="group")
 
 
 def passages_chart(f: dict[str, Any]) -> tuple[str, Any] | None:
     go = _go()
-    models = [m for m in f["models"] if m.get("extraction")]
-    if not models:
+    rows = _methods(f)
+    if not rows:
         return None
     fig = go.Figure()
     for g in ("text", "control"):
-        x = [f"{m['spec']} · prefix probing" for m in models]
+        sel = [(x, s[g]) for x, s in rows if g in s]
+        x = [x for x, _ in sel]
         fig.add_bar(name=f"{GROUP_NAMES[g]}: reproduced verbatim", marker_color=COLORS[g],
-                    x=x, y=[m["extraction"][g]["reproduced"] for m in models])
+                    x=x, y=[s["reproduced"] for _, s in sel])
         fig.add_bar(name=f"{GROUP_NAMES[g]}: 40-token passages", marker_color=COLORS[g],
-                    opacity=0.5, x=x, y=[m["extraction"][g]["passages"] for m in models])
+                    opacity=0.5, x=x, y=[s["passages"] for _, s in sel])
     return "chart-passages", _layout(fig, "Passages reproduced per model and method",
                                      barmode="group")
 
@@ -133,8 +148,22 @@ def cost_chart(f: dict[str, Any]) -> tuple[str, Any] | None:
 
 
 def feedback_chart(f: dict[str, Any]) -> tuple[str, Any] | None:
-    """RECAP's feedback-round gains; None while the audit runs no feedback method."""
-    return None
+    """RECAP's feedback-round gains (figure 6): mean best-so-far ROUGE-L after each round,
+    per model and group; None when the audit ran no RECAP."""
+    go = _go()
+    lines = [(m["spec"], g, v["rounds"]) for m in f["models"]
+             for g, v in ((m.get("recap") or {}).get("groups") or {}).items() if v["rounds"]]
+    if not lines:
+        return None
+    fig = go.Figure()
+    palette = iter(PALETTE * len(lines))
+    for spec, g, ys in lines:
+        fig.add_scatter(x=list(range(len(ys))), y=ys, mode="lines+markers",
+                        marker_color=next(palette), name=f"{spec} · {GROUP_NAMES[g]}",
+                        line={"dash": "solid" if g == "text" else "dot"})
+    return "chart-feedback", _layout(fig, "RECAP feedback rounds: mean best ROUGE-L so far",
+                                     xaxis={"title": "feedback round (0: first attempt)",
+                                            "dtick": 1}, yaxis={"range": [0, 1]})
 
 
 CHARTS = (rouge_chart, passages_chart, feedback_chart, scores_chart, roc_chart, spans_chart,

@@ -15,8 +15,9 @@ from typing import Any
 from recitation.errors import StoreError
 from recitation.metrics.weighted import weighted_rouge
 from recitation.report.evidence import evidence_item
+from recitation.report.recap import recap_group, recap_summary
 from recitation.report.stats import detection, extraction_stats, verdict
-from recitation.runs.audits import load_manifest
+from recitation.runs.audits import RECAP_RUNS, load_manifest
 from recitation.runs.store import RunStore
 
 DOES_NOT_MEAN = [
@@ -115,6 +116,10 @@ def _model(folder: Path, entry: dict[str, Any], manifest: dict[str, Any]) -> dic
         out |= {"extraction": px["groups"], "evidence": px["evidence"]}
         out["costs"].append(px["cost"])
         out["provenance"]["prefix_probe"] = px["provenance"]
+    if recap := _recap(folder, entry, settings, redact):
+        out["recap"] = recap
+        out["costs"] += recap.pop("costs")
+        out["provenance"] |= recap.pop("provenance")
     if run := _run(folder, entry["runs"].get("detect")):
         dx = _detect(run)
         out["costs"].append(dx.pop("cost"))
@@ -125,6 +130,28 @@ def _model(folder: Path, entry: dict[str, Any], manifest: dict[str, Any]) -> dic
         out["costs"].append(out["tracing"]["cost"])
     out["verdict"] = verdict(out, manifest["controls"])
     return out
+
+
+def _recap(folder: Path, entry: dict[str, Any], settings: dict[str, Any],
+           redact: bool) -> dict[str, Any] | None:
+    """RECAP's findings per group (:mod:`recitation.report.recap`), or None without runs."""
+    groups: dict[str, Any] = {}
+    evidence: list[dict[str, Any]] = []
+    costs, prov = [], {}
+    for group, key in RECAP_RUNS.items():
+        if run := _run(folder, entry["runs"].get(key)):
+            found = recap_group(run, group, min_tokens=settings["min_tokens"],
+                                rounds=int(settings.get("recap_rounds", 5)), redact=redact)
+            evidence += found.pop("evidence")
+            groups[group] = found
+            with RunStore(run) as store:
+                costs.append(_costs(store, f"recap ({group})"))
+                prov[key] = _provenance(store)
+    if not groups:
+        return None
+    rounds = int(settings.get("recap_rounds", 5))
+    return {"groups": groups, "evidence": evidence, "costs": costs, "provenance": prov,
+            "summary": recap_summary(groups, rounds)}
 
 
 def _trace(run: Path) -> dict[str, Any]:

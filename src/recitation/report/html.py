@@ -16,7 +16,8 @@ from recitation.report.charts import CHARTS
 
 CHART_NOTES = {
     "chart-feedback": "Feedback-round gains (RECAP figure 6) need the RECAP feedback loop; "
-                      "this audit ran no feedback method, so there is nothing to show.",
+                      "this audit ran no RECAP (--recap-passages 0, or no model could run "
+                      "it), so there is nothing to show.",
 }
 
 TEMPLATE = "report.html.j2"

@@ -38,6 +38,7 @@ def _model(m: dict[str, Any]) -> list[str]:
     out = [f"### {_esc(m['spec'])}", ""] + [f"- {_esc(r)}" for r in m["verdict"]["reasons"]]
     out.append(f"- methods run: {', '.join(m['methods'])}" + "".join(
         f"; not run: {k} ({v})" for k, v in m["skipped"].items()))
+    out += [f"- {_esc(r)}" for r in (m.get("recap") or {}).get("summary", [])]
     det = m.get("detection")
     if det:
         out += ["", "| detector | primary | flagged text | FPR bound | binomial p | ROC AUC |",

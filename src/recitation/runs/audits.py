@@ -14,6 +14,8 @@ from typing import Any
 from recitation.errors import StoreError
 
 MANIFEST = "audit.json"
+RECAP_RUNS = {"text": "recap_text", "control": "recap_control"}
+"""The manifest's run keys of an audit's RECAP runs, by group."""
 
 
 def save_manifest(folder: Path, manifest: dict[str, Any]) -> None:
