@@ -19,14 +19,15 @@ from recitation.runs.store import RunStore
 
 def test_methods_follow_the_models_access() -> None:
     chosen, skipped = plan_methods("scripted:x", corpus=False, pearl=True)
-    assert chosen == ["prefix_probe", "pearl", "whitebox"]
+    assert chosen == ["prefix_probe", "recap", "pearl", "whitebox"]
     assert "corpus_index" in skipped["simpletrace"]
     chosen, skipped = plan_methods("anthropic:claude-3-7-sonnet-latest", corpus=True,
                                    pearl=True)
     assert "whitebox" not in chosen and "logprobs" in skipped["whitebox"]
     assert {"prefix_probe", "pearl", "simpletrace"} <= set(chosen)
-    chosen, skipped = plan_methods("scripted:x", corpus=False, pearl=False)
+    chosen, skipped = plan_methods("scripted:x", corpus=False, pearl=False, recap=False)
     assert "pearl" not in chosen and "no-pearl" in skipped["pearl"]
+    assert "recap" not in chosen and "recap-passages 0" in skipped["recap"]
 
 
 def test_inputs_books_folders_jsonl(tmp_path: Path) -> None:
@@ -71,7 +72,9 @@ def test_no_controls_no_verdict_and_report_from_the_store(tmp_path: Path) -> Non
                           runs_dir=tmp_path / "runs")
     manifest = load_manifest(folder)
     assert manifest["controls"]["n"] == 0 and "detect" in manifest["models"][0]["skipped"]
-    assert [o.status for o in execute_audit(folder, say=lambda _: None)] == ["completed"]
+    # prefix probing and RECAP on the text; no controls, so no RECAP on controls
+    assert [o.status for o in execute_audit(folder, say=lambda _: None)] == ["completed"] * 2
+    assert set(manifest["models"][0]["runs"]) == {"prefix_probe", "recap_text"}
     (tmp_path / "text.jsonl").unlink()  # the report never reads the user's files
     assert main(["report", str(folder)]) == 0
     f = json.loads((folder / "report.json").read_text(encoding="utf-8"))
@@ -88,7 +91,7 @@ def test_a_second_execute_repeats_no_call(tmp_path: Path) -> None:
                           runs_dir=tmp_path / "runs")
     execute_audit(folder, say=lambda _: None)
     runs = sorted((folder / "runs").iterdir())
-    assert len(runs) == 2
+    assert len(runs) == 4  # prefix probing, RECAP on text and on controls, detect
     before = {r.name: RunStore(r).call_totals()["calls"] for r in runs}
     outcomes = execute_audit(folder, say=lambda _: None)
     assert all(o.stats.backend_calls == 0 for o in outcomes)

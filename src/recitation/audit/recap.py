@@ -58,7 +58,8 @@ def write_book(rows: list[dict[str, Any]], path: Path, fallback_title: str) -> P
 def recap_config(spec: str, settings: Any, book: Path, group: str) -> Any:
     """The ``extract`` run of one group: RECAP on every event of ``book``."""
     cap = settings.max_new_tokens or 2 * settings.passage_words + 8
-    recap = {"max_new_tokens": cap, "max_rounds": settings.recap_rounds}
+    recap = {"max_new_tokens": cap, "max_rounds": settings.recap_rounds,
+             "feedback_max_tokens": settings.recap_hint_tokens}
     model = parse_model_spec(spec) | {"batch_size": settings.batch_size}
     return parse_config({"job": "extract", "name": f"audit-recap-{group}",
                          "seed": settings.seed, "model": model, "cache": settings.cache,

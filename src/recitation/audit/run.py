@@ -69,6 +69,8 @@ class AuditSettings(BaseModel):
     recap_passages: int = Field(4, ge=0, description="text passages, and as many control "
                                 "passages, also run through RECAP's feedback loop (0: none)")
     recap_rounds: int = Field(5, ge=0, description="RECAP feedback rounds at most (released: 5)")
+    recap_hint_tokens: int = Field(512, ge=8, description="reply limit of the feedback helper "
+                                   "(the extract job: 4096; released: none)")
     pearl: bool = True
     pearl_perturbations: list[str] = Field(default_factory=lambda: ["bitflip"])
     pearl_max_intensity: int = Field(3, ge=1)
