@@ -81,7 +81,8 @@ def organism_audit(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) 
     return _audit(tmp, "--text", str(tmp / "members.jsonl"), "--controls",
                   str(tmp / "held_out.jsonl"), "--model", "organism:quick:epoch2",
                   "--passages", "4", "--n-controls", "9", "--passage-words", "64",
-                  "--max-new-tokens", "48", "--no-pearl", "--bootstrap", "50")
+                  "--max-new-tokens", "48", "--no-pearl", "--bootstrap", "50",
+                  "--recap-passages", "2", "--recap-rounds", "1", "--recap-hint-tokens", "64")
 
 
 @pytest.mark.model
@@ -98,8 +99,8 @@ def test_report_renders_in_chromium(browser: Any, organism_audit: Path) -> None:
         svg: e.querySelectorAll('svg.main-svg').length,
         h: e.getBoundingClientRect().height}))""")
     ids = {c["id"] for c in charts}
-    assert {"chart-rouge", "chart-passages", "chart-scores", "chart-roc", "chart-spans",
-            "chart-cost"} <= ids
+    assert {"chart-rouge", "chart-passages", "chart-feedback", "chart-scores", "chart-roc",
+            "chart-spans", "chart-cost"} <= ids
     for c in charts:
         assert c["traces"] > 0 and c["points"] > 0 and c["svg"] > 0 and c["h"] > 100, c
     assert errors == []
@@ -118,6 +119,17 @@ def test_report_renders_in_chromium(browser: Any, organism_audit: Path) -> None:
     assert cand == [ev["attempt"][s["cand_start"]:s["cand_end"]] for s in ev["highlights"]]
     gold_text = page.inner_text(f"{sel} pre.gold")
     assert gold_text == ev["gold"]  # marks cut the text, never change it
+
+    # RECAP's evidence: the gold passage's classes (first / after feedback / lost) as computed
+    rec = m["recap"]["evidence"][0]
+    sel = f'details.evidence.recap[data-id="{rec["id"]}"][data-group="{rec["group"]}"]'
+    page.click(f"{sel} > summary")
+    assert page.eval_on_selector(sel, "d => d.open") is True
+    shown = page.eval_on_selector_all(f"{sel} pre.gold mark", """ms => ms.map(m =>
+        [m.className.replace('span-', ''), m.textContent])""")
+    assert shown == [[g["cls"], g["text"]] for g in rec["gold_marks"] if g["cls"]]
+    assert page.inner_text(f"{sel} pre.gold") == rec["gold"]
+    assert page.inner_text(f"{sel} pre.first-attempt") == rec["first_attempt"]
     page.close()
 
 

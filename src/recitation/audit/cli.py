@@ -31,6 +31,8 @@ def add_audit_parser(sub: Any) -> None:
                    "controls, also run through RECAP's feedback loop (0: no RECAP; default 4)")
     p.add_argument("--recap-rounds", type=int, default=5, help="RECAP feedback rounds at "
                    "most (released: 5)")
+    p.add_argument("--recap-hint-tokens", type=int, default=512, help="reply limit of "
+                   "RECAP's feedback helper (default 512)")
     p.add_argument("--no-pearl", action="store_true", help="skip PEARL (the costliest "
                    "black-box detector)")
     p.add_argument("--pearl-outputs", type=int, default=1)
@@ -52,6 +54,7 @@ def settings_from(args: argparse.Namespace) -> Any:
         passages=args.passages, controls=args.n_controls, passage_words=args.passage_words,
         max_new_tokens=args.max_new_tokens, pearl=not args.no_pearl,
         recap_passages=args.recap_passages, recap_rounds=args.recap_rounds,
+        recap_hint_tokens=args.recap_hint_tokens,
         pearl_outputs=args.pearl_outputs, pearl_max_intensity=args.pearl_max_intensity,
         target_fpr=args.target_fpr, n_bootstrap=args.bootstrap, seed=args.seed,
         cache=not args.no_cache, corpus=list(args.corpus))

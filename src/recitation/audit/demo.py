@@ -48,6 +48,7 @@ def create_demo(base: str, *, limit: int = 0, pearl: bool = False, cache: bool =
     text, controls = demo_inputs(runs / "demo-inputs")
     settings = AuditSettings(passages=limit, controls=limit, passage_words=64,
                              max_new_tokens=40, pearl=pearl, target_fpr=0.1,
-                             n_bootstrap=200, cache=cache)
+                             n_bootstrap=200, cache=cache, recap_passages=3, recap_rounds=2,
+                             recap_hint_tokens=256)
     return create_audit([str(text)], [base, ORGANISM], [str(controls)], settings,
                         runs_dir=runs, name="demo", controls_reason=CONTROLS_REASON)
