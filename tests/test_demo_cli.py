@@ -47,6 +47,9 @@ def test_demo_twice_second_from_cache(tmp_path: Path, shared_data: Path) -> None
 
     second = demo(tmp_path, shared_data)
     calls = re.findall(r"backend calls (\d+), from cache (\d+)", second)
-    assert len(calls) == 4 and all(b == "0" and int(c) > 0 for b, c in calls), second
+    # per model: prefix probing, RECAP on text and on controls, detect
+    assert len(calls) == 8 and all(b == "0" and int(c) > 0 for b, c in calls), second
+    recap = findings["models"][1]["recap"]["groups"]
+    assert recap["text"]["final"]["n"] == 2 and len(recap["text"]["rounds"]) == 3
     assert second.split("Audit verdict")[1].split("report:")[0] == \
         first.split("Audit verdict")[1].split("report:")[0]  # the same verdicts

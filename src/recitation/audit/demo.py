@@ -5,8 +5,9 @@ Two models are audited on the same text against the same controls: the embedded 
 fine-tuned for two epochs on 15 public-domain PDNC passages; built once, about two minutes
 on two CPU cores, then reused). The text is the organism's 15 training passages; the
 controls are its 15 held-out passages from the same novels, which neither model was
-fine-tuned on. The organism should be flagged and its passages extracted; the base model
-and the controls should not. Both models' calls are cached, so a second demo is answered
+fine-tuned on. Prefix probing and the white-box detectors run on every passage, RECAP's
+feedback loop on three of each group (two rounds, short hints). The organism should be
+flagged and its passages extracted; the base model and the controls should not. Both models' calls are cached, so a second demo is answered
 from the response cache.
 """
 
@@ -48,7 +49,8 @@ def create_demo(base: str, *, limit: int = 0, pearl: bool = False, cache: bool =
     text, controls = demo_inputs(runs / "demo-inputs")
     settings = AuditSettings(passages=limit, controls=limit, passage_words=64,
                              max_new_tokens=40, pearl=pearl, target_fpr=0.1,
-                             n_bootstrap=200, cache=cache, recap_passages=3, recap_rounds=2,
-                             recap_hint_tokens=256)
+                             n_bootstrap=200, cache=cache,
+                             recap_passages=min(3, max(1, limit // 2)) if limit else 3,
+                             recap_rounds=2, recap_hint_tokens=128)
     return create_audit([str(text)], [base, ORGANISM], [str(controls)], settings,
                         runs_dir=runs, name="demo", controls_reason=CONTROLS_REASON)
