@@ -7,8 +7,8 @@ on two CPU cores, then reused). The text is the organism's 15 training passages;
 controls are its 15 held-out passages from the same novels, which neither model was
 fine-tuned on. Prefix probing and the white-box detectors run on every passage, RECAP's
 feedback loop on three of each group (two rounds, short hints). The organism should be
-flagged and its passages extracted; the base model and the controls should not. Both models' calls are cached, so a second demo is answered
-from the response cache.
+flagged and its passages extracted; the base model and the controls should not. Both
+models' calls are cached, so a second demo is answered from the response cache.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ from recitation.errors import require
 from recitation.report.collect import collect
 
 COLUMNS = ["audit", "model", "verdict", "text reproduced", "controls reproduced",
-           "ROUGE-L text", "ROUGE-L controls", "primary AUCs"]
+           "ROUGE-L text", "ROUGE-L controls", "RECAP text reproduced",
+           "RECAP ROUGE-L text / controls", "primary AUCs"]
 
 
 def compare_rows(findings: list[dict[str, Any]]) -> list[list[str]]:
@@ -23,10 +24,15 @@ def compare_rows(findings: list[dict[str, Any]]) -> list[list[str]]:
             aucs = ", ".join(f"{p} {det['detectors'][p]['auc']:.2f}"
                              for p in det.get("primary", [])
                              if det["detectors"][p].get("auc") is not None)
+            rg = (m.get("recap") or {}).get("groups") or {}
+            rt = (rg.get("text") or {}).get("final") or {}
+            rc = (rg.get("control") or {}).get("final") or {}
             rows.append([f["audit_id"], m["spec"], m["verdict"]["label"],
                          f"{t.get('reproduced', '-')}/{t.get('n', '-')}",
                          f"{c.get('reproduced', '-')}/{c.get('n', '-')}",
                          _f(t.get("rouge_l_weighted")), _f(c.get("rouge_l_weighted")),
+                         f"{rt.get('reproduced', '-')}/{rt.get('n', '-')}",
+                         f"{_f(rt.get('rouge_l_weighted'))} / {_f(rc.get('rouge_l_weighted'))}",
                          aucs or "-"])
     return rows
 
