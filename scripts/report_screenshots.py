@@ -3,7 +3,7 @@ the browser test drives it).
 
     .venv/bin/python scripts/report_screenshots.py runs/demo-.../report.html docs/
 
-writes report-verdict.png, report-charts.png, report-evidence.png (and
+writes report-verdict.png, report-charts.png, report-evidence.png, report-recap.png (and
 report-redacted.png when report-redacted.html sits beside the report).
 """
 
@@ -39,6 +39,12 @@ def shoot(report: Path, out: Path) -> list[Path]:
         path = out / "report-evidence.png"
         ev.screenshot(path=str(path))
         done.append(path)
+        recap = page.locator("details.evidence.recap").first
+        if recap.count():
+            recap.locator("summary").click()
+            path = out / "report-recap.png"
+            recap.screenshot(path=str(path))
+            done.append(path)
         redacted = report.with_name("report-redacted.html")
         if redacted.exists():
             page.goto(redacted.resolve().as_uri())

@@ -45,7 +45,10 @@ def _record(first: str, final: str) -> dict[str, object]:
         "simple_agent_extraction_refined_1": {"text": final}}},
         "reported_round": 1, "rounds": 1, "stop_reason": "max_rounds",
         "rouge_l": {"round_0": 0.3, "recap": 0.6},
-        "attempts": [{"stage": "dsp", "messages": [{"role": "user", "content": "go"}]},
+        "attempts": [{"stage": "dsp", "text": "I cannot", "messages": [{"role": "user",
+                                                                        "content": "go"}]},
+                     {"stage": "jailbreak:static", "text": first,
+                      "messages": [{"role": "user", "content": "simulate"}]},
                      {"stage": "feedback", "round": 1, "hint_sent": "more on the soul",
                       "leak": {}}],
         "leak": {"hints": [{"round": 1, "before": {"flagged": False}}]}}
@@ -61,6 +64,8 @@ def test_evidence_classes_spans_of_both_attempts() -> None:
     assert by_cls["after"].strip() == FINAL
     assert "first" not in by_cls and e["hint_leak"] is False
     assert e["prompt"]["hints"] == ["more on the soul"]
+    assert e["prompt"]["stage"] == "jailbreak:static"  # the opening that was accepted
+    assert e["prompt"]["opening"] == [{"role": "user", "content": "simulate"}]
     assert e["reproduced"] is True and e["first_attempt_spans"]["reproduced"] is False
     red = evidence("ev1", payload, _record(FIRST, FINAL), "text", min_tokens=10, redact=True)
     assert GOLD not in json.dumps(red) and FINAL not in json.dumps(red)

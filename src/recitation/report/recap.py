@@ -100,11 +100,20 @@ def evidence(item_id: str, payload: dict[str, Any], rec: dict[str, Any], group: 
         return out | {"gold": digest(gold), "attempt": digest(final),
                       "first_attempt": digest(first), "redacted": True, "prompt": None,
                       "highlights": [{"words": s["words"]} for s in hl]}
-    opening = next((a for a in rec.get("attempts", []) if a.get("stage") in ("dsp",)), None)
+    opening = _opening(rec.get("attempts", []), first)
     hints = [a.get("hint_sent") for a in rec.get("attempts", []) if a.get("stage") == "feedback"]
     return out | {"gold": gold, "attempt": final, "first_attempt": first, "redacted": False,
                   "highlights": hl, "highlights_first": hf, "gold_marks": marks,
-                  "prompt": {"opening": opening and opening.get("messages"), "hints": hints}}
+                  "prompt": {"stage": opening and opening.get("stage"),
+                             "opening": opening and opening.get("messages"), "hints": hints}}
+
+
+def _opening(attempts: list[dict[str, Any]], first: str) -> dict[str, Any] | None:
+    """The attempt whose text was accepted (DSP, or the jailbreak that got through)."""
+    tried = [a for a in attempts if a.get("stage") == "dsp"
+             or str(a.get("stage", "")).startswith("jailbreak")]
+    return next((a for a in reversed(tried) if a.get("text") == first),
+                tried[-1] if tried else None)
 
 
 def _group_stats(ev: list[dict[str, Any]], key: str, first: bool) -> dict[str, Any]:
