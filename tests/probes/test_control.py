@@ -3,11 +3,15 @@ novels; name-cloze accuracy must rise on those novels and not on the others."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from recitation.probes import control
+from recitation.runs.runner import list_runs
+
+TINY = str(Path(__file__).parent / "data" / "tiny_novel")
 
 
 def test_training_texts_are_the_probed_passages(shared_data: Path) -> None:
@@ -36,19 +40,32 @@ def test_verdict_can_fail() -> None:
 @pytest.mark.model
 @pytest.mark.slow
 def test_name_cloze_rises_on_trained_novels_only(shared_data: Path, tmp_path: Path) -> None:
-    """With the scoring cloze (the most likely of the novel's names): measured 2026-11-24,
-    Persuasion 0.00 -> 0.75 after fine-tuning on its 4 cloze passages, Hard Times 0.25 ->
-    0.25 (4.7 min, 3.1 GB beside a CI run). The paper's generation cloze gives 0 everywhere
-    on this 135M model, before and after (docs/probes.md)."""
-    from recitation.models.local import LocalModel
+    """``recitation probe control`` end to end, then its verdict in ``task analyse``. With the
+    scoring cloze (the most likely of the novel's names): measured 2026-11-24, Persuasion
+    0.00 -> 0.75 after fine-tuning on its 4 cloze passages, Hard Times 0.25 -> 0.25 (4.7 min,
+    3.1 GB beside a CI run). The paper's generation cloze gives 0 everywhere on this 135M
+    model, before and after (docs/probes.md)."""
+    from recitation.cli import main
 
     member, other = (str(shared_data / "pdnc" / n) for n in ("Persuasion", "HardTimes"))
-    texts = control.training_texts([member], 0, 4, 0)  # the cloze passages only: cheap
-    assert len(texts) == 4
-    out = control.train_control(texts, tmp_path / "control", dose=8, epochs=3)
-    base = control.measure(LocalModel("smollm2"), [member, other], 0, 4, 0, scoring="logprob")
-    trained = control.measure(LocalModel(str(out)), [member, other], 0, 4, 0,
-                              scoring="logprob")
-    v = control.verdict(base, trained, {"Persuasion"}, "name_cloze")
-    assert v["passed"], (v, base, trained)
+    out = tmp_path / "control"
+    # the cloze passages only (--n-csg 0): cheap
+    code = main(["probe", "control", "--members", member, "--others", other, "--out",
+                 str(out), "--n-cloze", "4", "--n-csg", "0", "--scoring", "logprob"])
+    result = json.loads((out / "control.json").read_text(encoding="utf-8"))
+    base, trained = result["base"], result["trained"]
+    assert code == 0 and result["passed"], result
     assert trained["Persuasion"]["name_cloze"] >= 0.5, trained
+    assert [v["measure"] for v in result["verdicts"]] == ["name_cloze"]
+    assert trained["Persuasion"]["name_cloze"] > base["Persuasion"]["name_cloze"]
+    assert "PASSED" in (out / "control.md").read_text(encoding="utf-8")
+
+    runs = tmp_path / "runs"  # the verdict joins the study's report
+    common = ["--novels", TINY, "--model", "scripted:echo", "--runs-dir", str(runs)]
+    assert main(["probe", "name-cloze", *common, "--n", "2"]) == 0
+    report = tmp_path / "study.md"
+    assert main(["task", "analyse", *[r["run_id"] for r in list_runs(runs)], "--runs-dir",
+                 str(runs), "--control", str(out / "control.json"), "--out",
+                 str(report)]) == 0
+    assert "## Positive control" in report.read_text(encoding="utf-8")
+    assert json.loads(report.with_suffix(".json").read_text("utf-8"))["control"] == result

@@ -111,7 +111,7 @@ def cmd_control(args: argparse.Namespace) -> int:
     result = control.run_control(
         args.members, args.others, args.out, seed=args.seed, n_cloze=args.n_cloze,
         n_csg=args.n_csg, scoring=args.scoring, dose=args.dose, epochs=args.epochs,
-        learning_rate=args.learning_rate)
+        learning_rate=args.learning_rate, say=console.print)
     text = control.report(result)
     (args.out / "control.md").write_text(text, encoding="utf-8")
     (args.out / "control.json").write_text(json.dumps(result, indent=2), encoding="utf-8")

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,8 @@ def training_texts(members: Sequence[str], seed: int, n_cloze: int, n_csg: int,
 
 
 def train_control(texts: Sequence[str], out: Path, *, dose: int = 8, epochs: int = 3,
-                  learning_rate: float = 1e-4, seed: int = 0, threads: int = 2) -> Path:
+                  learning_rate: float = 1e-4, seed: int = 0, threads: int = 2,
+                  say: Callable[[str], None] = lambda _: None) -> Path:
     """Fine-tune the embedded SmolLM2 on ``texts`` and save it to ``out`` (a transformers
     directory ``LocalModel(str(out))`` loads)."""
     from recitation.models.local import LocalModel
@@ -65,11 +67,15 @@ def train_control(texts: Sequence[str], out: Path, *, dose: int = 8, epochs: int
     passages = [Passage(f"c{i}", "", 0, len(t), len(tok(t)["input_ids"]),
                         hashlib.sha256(t.encode()).hexdigest(), True, dose, t)
                 for i, t in enumerate(texts)]
+    say(f"fine-tuning SmolLM2 on {len(texts)} passages "
+        f"({sum(p.n_tokens for p in passages)} tokens) x {dose} copies x {epochs} epochs")
     with train.deterministic(seed, threads):
         optimizer = train.make_optimizer(model, learning_rate)
         for epoch in range(1, epochs + 1):
-            train.train_epoch(model, optimizer, tok, passages, seed=seed, epoch=epoch,
-                              batch_size=4)
+            t0 = time.perf_counter()
+            loss = train.train_epoch(model, optimizer, tok, passages, seed=seed, epoch=epoch,
+                                     batch_size=4)
+            say(f"epoch {epoch}/{epochs}: loss {loss:.3f} ({time.perf_counter() - t0:.0f} s)")
     train.save_checkpoint(model, tok, out, lora=False)
     return out
 
@@ -112,7 +118,8 @@ MEASURES = {"name_cloze": "name cloze", "csg_m": "CSG-M (memorization)"}
 def run_control(members: Sequence[str], others: Sequence[str], out_dir: Path, *,
                 seed: int = 0, n_cloze: int = 4, n_csg: int = 2, scoring: str = "logprob",
                 dose: int = 8, epochs: int = 3, learning_rate: float = 1e-4,
-                threads: int | None = None) -> dict[str, Any]:
+                threads: int | None = None,
+                say: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """Train on the members' probed passages, probe base and fine-tuned model on members and
     others; the figures and a verdict per measure. ``threads``: default as the local
     backend's (``RECITATION_THREADS``, else every core)."""
@@ -122,9 +129,11 @@ def run_control(members: Sequence[str], others: Sequence[str], out_dir: Path, *,
     novels = [*members, *others]
     texts = training_texts(members, seed, n_cloze, n_csg)
     model_dir = train_control(texts, out_dir / "model", dose=dose, epochs=epochs,
-                              learning_rate=learning_rate, seed=seed, threads=threads)
+                              learning_rate=learning_rate, seed=seed, threads=threads, say=say)
+    say("probing the base model")
     base = measure(LocalModel("smollm2", threads=threads), novels, seed, n_cloze, n_csg,
                    scoring=scoring)
+    say("probing the fine-tuned model")
     trained = measure(LocalModel(str(model_dir), threads=threads), novels, seed, n_cloze,
                       n_csg, scoring=scoring)
     names = {Path(m).name for m in members}
