@@ -44,6 +44,21 @@ def test_spearman_is_pearson_of_ranks() -> None:
     assert got["p"] == pytest.approx(2 * tdist.sf(abs(tt), 10))
 
 
+def test_a_constant_accuracy_has_no_rank_correlation_and_says_so() -> None:
+    import warnings
+
+    nov = _novels(8)
+    for v in nov.values():
+        v["all"] = 0.0  # a model that never attributes a quote correctly
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # scipy's ConstantInputWarning would surface here
+        got = an.spearman({n: v["csg_m"] for n, v in nov.items()},
+                          {n: v["all"] for n, v in nov.items()})
+        text, numbers = an.table2(nov, ["csg_m"])
+    assert math.isnan(got["rho"]) and got["constant"] and got["n"] == 8
+    assert "same for every novel" in text and "csg_m/all" in text
+
+
 def test_top_bottom_is_students_t_by_hand() -> None:
     nov = _novels(14, seed=3)
     m = {n: v["name_cloze"] for n, v in nov.items()}

@@ -39,6 +39,9 @@ def spearman(x: Mapping[str, float], y: Mapping[str, float]) -> dict[str, float]
     pairs = _finite([(x[n], y[n]) for n in sorted(set(x) & set(y))])
     if len(pairs) < 3:
         return {"rho": float("nan"), "p": float("nan"), "n": len(pairs)}
+    if len({a for a, _ in pairs}) < 2 or len({b for _, b in pairs}) < 2:
+        # a constant side: no ranking, rho undefined (scipy warns and returns NaN)
+        return {"rho": float("nan"), "p": float("nan"), "n": len(pairs), "constant": True}
     res = spearmanr([a for a, _ in pairs], [b for _, b in pairs])
     return {"rho": float(res.statistic), "p": float(res.pvalue), "n": len(pairs)}
 
@@ -119,6 +122,10 @@ def table2(per_novel: Mapping[str, Mapping[str, float]], measures: Sequence[str]
             cells += [_fmt(s["rho"], True, s["p"]),
                       f"{_fmt(tb['t'])} ({_fmt(tb['p'])}, k={tb['k']})"]
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    const = sorted({k for k, v in numbers.items() if v["spearman"].get("constant")})
+    if const:
+        lines += ["", "n/a where a side is the same for every novel (no ranking, so no rank "
+                  "correlation and no t-test): " + ", ".join(const)]
     return "\n".join(lines) + "\n", numbers
 
 
