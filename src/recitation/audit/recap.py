@@ -14,10 +14,12 @@ default), the released settings otherwise. Differences from the paper are listed
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
 
+from recitation.corpus.jsonl import iter_records
 from recitation.corpus.tokenize import sent_tokenize
 from recitation.models.config import parse_model_spec
 from recitation.runs.audits import RECAP_RUNS as RUN_KEYS
@@ -27,9 +29,7 @@ GROUP_FILES = {"text": "recap_text.json", "control": "recap_control.json"}
 
 
 def _read(path: Path, limit: int) -> list[dict[str, Any]]:
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
-            if line.strip()]
-    return rows[:limit]
+    return [row for _, row in itertools.islice(iter_records(path), limit)]
 
 
 def _event(row: dict[str, Any], k: int) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any
 
@@ -27,11 +28,17 @@ def _pick(logits: torch.Tensor, req: GenerationRequest, gen: torch.Generator | N
     return int(torch.multinomial(probs, 1, generator=gen).item())
 
 
+@functools.cache
+def _cache_name(model_class: Any) -> str:
+    """The KV cache argument of ``model_class.forward``: ``cache`` from transformers 5.x on
+    (``past_key_values`` is deprecated there and goes in 5.40), ``past_key_values`` before.
+    Looked up once per class, not per decoding step."""
+    params = inspect.signature(model_class.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
 def _cache_arg(model: Any, past: Any) -> dict[str, Any]:
-    """The KV cache argument: ``cache`` from transformers 5.x on (``past_key_values`` is
-    deprecated there and goes in 5.40), ``past_key_values`` before."""
-    params = inspect.signature(type(model).forward).parameters
-    return {"cache" if "cache" in params else "past_key_values": past}
+    return {_cache_name(model.__class__): past}
 
 
 def _cache_of(res: Any) -> Any:
@@ -140,17 +147,9 @@ def score_texts(model: Any, tok: Any, texts: list[str]) -> list[TokenScores]:
         row_ids = ids[i, ids.shape[1] - k:]  # left padding: the real tokens are the last k
         logp = torch.log_softmax(logits[i, ids.shape[1] - k : -1].float(), dim=-1)
         tok_lp = logp.gather(-1, row_ids[1:].unsqueeze(-1)).squeeze(-1)
-        p = logp.exp()
-        mu = (p * logp).sum(-1)
-        sigma = ((p * logp.pow(2)).sum(-1) - mu.pow(2)).clamp(min=0).sqrt()
-        del p, logp
-        out.append(TokenScores(
-            tokens=tuple(tok.convert_ids_to_tokens(row_ids.tolist())),
-            logprobs=tuple(tok_lp.tolist()),
-            mean_logprob=tuple(mu.tolist()),
-            std_logprob=tuple(sigma.tolist()),
-            usage=Usage(k, 0),
-        ))
+        mu, sigma = _stats(logp)
+        del logp
+        out.append(_row_scores(tok, row_ids.tolist(), tok_lp, mu, sigma))
     return out
 
 

@@ -138,10 +138,11 @@ def _recap(folder: Path, entry: dict[str, Any], settings: dict[str, Any],
     groups: dict[str, Any] = {}
     evidence: list[dict[str, Any]] = []
     costs, prov = [], {}
+    rounds = int(settings.get("recap_rounds", 5))
     for group, key in RECAP_RUNS.items():
         if run := _run(folder, entry["runs"].get(key)):
             found = recap_group(run, group, min_tokens=settings["min_tokens"],
-                                rounds=int(settings.get("recap_rounds", 5)), redact=redact)
+                                rounds=rounds, redact=redact)
             evidence += found.pop("evidence")
             groups[group] = found
             with RunStore(run) as store:
@@ -149,7 +150,6 @@ def _recap(folder: Path, entry: dict[str, Any], settings: dict[str, Any],
                 prov[key] = _provenance(store)
     if not groups:
         return None
-    rounds = int(settings.get("recap_rounds", 5))
     return {"groups": groups, "evidence": evidence, "costs": costs, "provenance": prov,
             "summary": recap_summary(groups, rounds)}
 

@@ -147,9 +147,8 @@ def recap_summary(groups: dict[str, Any], rounds: int) -> list[str]:
     out = []
     for g, v in groups.items():
         first, final = v["first"], v["final"]
-        name = "text" if g == "text" else "control"
         out.append(
-            f"RECAP on {final['n']} {name} passages (feedback loop, at most {rounds} rounds): "
+            f"RECAP on {final['n']} {g} passages (feedback loop, at most {rounds} rounds): "
             f"reproduced verbatim {final['reproduced']}/{final['n']} after feedback (first "
             f"attempt {first['reproduced']}/{first['n']}), {final['passages']} 40-token "
             f"passages, longest span {final['longest_span']} tokens; weighted ROUGE-L "
