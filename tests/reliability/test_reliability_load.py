@@ -63,8 +63,10 @@ def test_terminal_errors_are_recorded_and_resume_finishes(tmp_path: Path) -> Non
     n = 60
     harsh = FaultMix(rate_limited=0.0, server_error=0.6, timeout=0.0, malformed=0.1,
                      reset=0.0)
+    # no injected timeouts here, so a generous client timeout: on a starved CPU a healthy
+    # reply can take longer than the default 5 s, and a client timeout is neither error kind
     r = run_load(tmp_path, n, concurrency=4, seed=1, max_attempts=2, mix=harsh,
-                 key_env=KEY_ENV)
+                 key_env=KEY_ENV, timeout=60.0)
     assert r.status == "incomplete" and r.terminal_errors > 0 and r.results_stored > 0
     assert r.results_stored + r.terminal_errors == n and r.lost == 0
     run_dir = next((tmp_path / "runs").iterdir())
