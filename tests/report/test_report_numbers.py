@@ -107,3 +107,22 @@ def test_verdict_levels() -> None:
     assert verdict({"extraction": ex}, {"n": 0, "reason": "none fit"})["label"] == "no verdict"
     shifted = dict(det, shift_warnings=["length differs"])
     assert verdict({"extraction": ex, "detection": shifted}, controls)["level"] == "none"
+
+
+def test_verdict_counts_recap_reproduction() -> None:
+    """Text RECAP reproduces verbatim (and not for the controls) makes the verdict 'memorized'
+    even when prefix probing found nothing; RECAP reproducing controls as often does not."""
+    controls = {"n": 9, "reason": "given"}
+    none = {"text": {"n": 4, "reproduced": 0, "passages": 0, "longest_span": 3},
+            "control": {"n": 9, "reproduced": 0, "passages": 0, "longest_span": 4}}
+    quiet = detection(_report(0), [])
+
+    def recap(text: int, control: int) -> dict[str, object]:
+        return {"groups": {"text": {"final": {"n": 4, "reproduced": text}},
+                           "control": {"final": {"n": 4, "reproduced": control}}}}
+
+    v = verdict({"extraction": none, "detection": quiet, "recap": recap(2, 0)}, controls)
+    assert v["level"] == "high" and any("RECAP" in r for r in v["reasons"])
+    v = verdict({"extraction": none, "detection": quiet, "recap": recap(2, 2)}, controls)
+    assert v["level"] == "low" and not any("RECAP" in r for r in v["reasons"])
+    assert verdict({"extraction": none, "detection": quiet}, controls)["level"] == "low"

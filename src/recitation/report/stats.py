@@ -115,8 +115,7 @@ def verdict(model: dict[str, Any], controls: dict[str, Any]) -> dict[str, Any]:
                        f"(controls: {c.get('reproduced', 0)} of {c.get('n', 0)}); "
                        f"{t['passages']} 40-token passages; longest span "
                        f"{t['longest_span']} tokens (controls: {c.get('longest_span', 0)})")
-    p_ex = fisher_greater(t.get("reproduced", 0), t.get("n", 0), c.get("reproduced", 0),
-                          c.get("n", 0)) if t and c else None
+    verbatim, p_ex = _verbatim(t, c)
     if not controls.get("n"):
         return {"label": "no verdict", "level": "none", "reasons": reasons + [
             controls.get("reason", "no controls")], "p_extraction": None}
@@ -132,9 +131,13 @@ def verdict(model: dict[str, Any], controls: dict[str, Any]) -> dict[str, Any]:
         reasons.append(f"{p}: {d['flagged']} of {d['n']} text passages flagged at FPR bound "
                        f"{_f(d['fpr_bound'])} (binomial p {_f(d['p_value'])}), ROC AUC "
                        f"{_f(d['auc'])}")
-    verbatim = t.get("reproduced", 0) > 0 and (c.get("reproduced", 0) == 0 or
-                                                (p_ex is not None and p_ex < ALPHA))
-    if verbatim:
+    rg = (model.get("recap") or {}).get("groups") or {}
+    by_recap, p_recap = _verbatim((rg.get("text") or {}).get("final") or {},
+                                  (rg.get("control") or {}).get("final") or {})
+    if by_recap:
+        reasons.append(f"RECAP reproduced text verbatim that it did not reproduce for the "
+                       f"controls (Fisher exact p {_f(p_recap)})")
+    if verbatim or by_recap:
         label, level = "memorized: reproduces the text verbatim", "high"
     elif flagged:
         label, level = "signs of training on the text (detectors), no verbatim reproduction", \
@@ -145,6 +148,16 @@ def verdict(model: dict[str, Any], controls: dict[str, Any]) -> dict[str, Any]:
         reasons.append("the model also reproduced control text it cannot have seen: read "
                        "reproduction with care (formulaic or predictable text)")
     return {"label": label, "level": level, "reasons": reasons, "p_extraction": p_ex}
+
+
+def _verbatim(t: dict[str, Any], c: dict[str, Any]) -> tuple[bool, float | None]:
+    """Whether one extraction method reproduced text passages verbatim beyond what it
+    reproduced for the controls, and the one-sided Fisher exact p of that."""
+    p = fisher_greater(t.get("reproduced", 0), t.get("n", 0), c.get("reproduced", 0),
+                       c.get("n", 0)) if t and c else None
+    hit = t.get("reproduced", 0) > 0 and (c.get("reproduced", 0) == 0 or
+                                          (p is not None and p < ALPHA))
+    return hit, p
 
 
 def _f(x: Any) -> str:
