@@ -45,7 +45,10 @@ def test_schedule_is_seeded_and_matches_the_mix() -> None:
 
 
 def test_faulty_server_nothing_lost_nothing_billed_twice(tmp_path: Path) -> None:
-    r = run_load(tmp_path, N, concurrency=LIMIT, seed=0, key_env=KEY_ENV)
+    # A 20 s client timeout: the injected hangs are held until the client gives up, and a
+    # healthy reply must never be that slow, even on a starved CPU (with 5 s, a CI run beside
+    # a CPU hog once saw a healthy reply time out, be retried and billed twice).
+    r = run_load(tmp_path, N, concurrency=LIMIT, seed=0, key_env=KEY_ENV, timeout=20.0)
     assert r.status == "completed", r
     assert r.results_stored == N and r.terminal_errors == 0 and r.lost == 0
     assert r.duplicates_billed == 0 and r.billed == N  # counted at the server
