@@ -50,13 +50,14 @@ def test_faulty_server_nothing_lost_nothing_billed_twice(tmp_path: Path) -> None
     # a CPU hog once saw a healthy reply time out, be retried and billed twice).
     r = run_load(tmp_path, N, concurrency=LIMIT, seed=0, key_env=KEY_ENV, timeout=20.0)
     assert r.status == "completed", r
-    assert r.results_stored == N and r.terminal_errors == 0 and r.lost == 0
-    assert r.duplicates_billed == 0 and r.billed == N  # counted at the server
-    assert 2 <= r.max_concurrent <= LIMIT  # counted at the server
-    assert set(r.injected) == {"rate_limited", "server_error", "timeout", "malformed", "reset"}
+    assert r.results_stored == N and r.terminal_errors == 0 and r.lost == 0, r
+    assert r.duplicates_billed == 0 and r.billed == N, r  # counted at the server
+    assert 2 <= r.max_concurrent <= LIMIT, r  # counted at the server
+    kinds = {"rate_limited", "server_error", "timeout", "malformed", "reset"}
+    assert set(r.injected) == kinds, r
     # every injected fault cost exactly one retry; every HTTP request is an attempt on record
-    assert r.retries >= sum(r.injected.values())
-    assert r.http_requests == N + r.retries
+    assert r.retries >= sum(r.injected.values()), r
+    assert r.http_requests == N + r.retries, r
 
 
 def test_terminal_errors_are_recorded_and_resume_finishes(tmp_path: Path) -> None:
