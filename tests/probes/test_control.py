@@ -37,6 +37,31 @@ def test_verdict_can_fail() -> None:
     assert not control.verdict(base, base, {"A"}, "name_cloze")["passed"]
 
 
+def test_paired_test_counts_gains_and_matches_the_binomial_tail() -> None:
+    """The item-by-item test of a verdict: gains and losses per group, and the one-sided
+    p-value against the binomial tail summed by hand (math.comb)."""
+    from math import comb
+
+    base = {"A/1": False, "A/2": False, "A/3": True, "A/4": False, "A/5": False,
+            "B/1": False, "B/2": True}
+    up = {"A/1": True, "A/2": True, "A/3": True, "A/4": True, "A/5": False,
+          "B/1": False, "B/2": False}
+    t = control.paired_test(base, up, {"A"})
+    assert (t["items"], t["gained"], t["lost"]) == (5, 3, 0)
+    assert t["p"] == pytest.approx(sum(comb(3, k) for k in range(3, 4)) / 2 ** 3)  # 1/8
+    o = control.paired_test(base, up, {"B"})
+    assert (o["gained"], o["lost"], o["p"]) == (0, 1, 1.0)
+    assert control.paired_test(base, base, {"A"})["p"] == 1.0  # no discordant item
+    up["A/3"] = False  # 3 gained, 1 lost: P(X >= 3 | n = 4) = 5/16
+    assert control.paired_test(base, up, {"A"})["p"] == pytest.approx(
+        sum(comb(4, k) for k in (3, 4)) / 16)
+    v = control.verdict({"A": {"name_cloze": 0.2}, "B": {"name_cloze": 0.5}},
+                        {"A": {"name_cloze": 0.6}, "B": {"name_cloze": 0.0}}, {"A"},
+                        "name_cloze", ({"name_cloze": base}, {"name_cloze": up}))
+    assert v["passed"] and v["test_members"]["gained"] == 3
+    assert "McNemar p = 0.312" in control._tests(v)
+
+
 @pytest.mark.model
 @pytest.mark.slow
 def test_name_cloze_rises_on_trained_novels_only(shared_data: Path, tmp_path: Path) -> None:

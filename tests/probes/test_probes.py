@@ -298,6 +298,40 @@ def test_scoring_variants_pick_the_most_likely_candidate() -> None:
     assert asyncio.run(best_candidates(Scorer(set()), [["a b", "a", "a b c"], ["x"]])) == [1, 0]
 
 
+def test_csg_fill_scores_the_corrupted_passage_at_its_mask() -> None:
+    """scoring='fill': explicit quotes only; each candidate fills the one [MASK] of the
+    corrupted passage (nothing else changes: the replacement names stay), the prediction is
+    the candidate of the highest total log-probability (brute force), and the explicit
+    quotes sampled are the ones the paper's prompt would ask about."""
+    liked = {"Harriet", "Bates"}
+    model = Scorer(liked)
+    params = {"novels": [str(TINY)], "n": 5, "context_sentences": 3}
+    recs = run(make_job("csg", {**params, "scoring": "fill"}, 0), model)
+    generated = [it.payload for it in make_job("csg", params, 0).items()]
+    assert recs and {r["quote_type"] for r in recs} == {"Explicit"}
+    assert [r["quote_id"] for r in recs] == [
+        g["quote_id"] for g in generated if g["quote_type"] == "Explicit"]
+    assert not model.requests and len(model.scored) == sum(len(r["candidates"]) for r in recs)
+    k = 0
+    for r in recs:
+        texts = model.scored[k:k + len(r["candidates"])]
+        k += len(r["candidates"])
+        assert r["passage"].count("[MASK]") == 1
+        assert texts == [r["passage"].replace("[MASK]", c) for c in r["candidates"]]
+        assert any(c in r["passage"] for c in r["corrupted"])  # the context still misleads
+        totals = [sum(5.0 if w in liked else -1.0 for w in re.findall(r"[A-Za-z]+", t)[1:])
+                  for t in texts]
+        assert r["prediction"] == r["candidates"][totals.index(max(totals))]
+        assert r["memorization"] == (r["prediction"] in r["gold"])
+        assert r["reasoning"] == (not r["memorization"] and r["prediction"] in r["corrupted"])
+        # the liked names are Harriet Bates's: her quotes are hits, Robert Finch's are not
+        assert r["memorization"] == (r["speaker"] == "Harriet Bates")
+    assert {r["speaker"] for r in recs} == {"Harriet Bates", "Robert Finch"}
+    scores = csg.csg_scores(recs)
+    for s in scores.values():
+        assert s["csg_memorization"] == s["csg_memorization_cloze"]
+
+
 def test_scoring_needs_log_probabilities() -> None:
     from recitation.models.base import Capabilities
 

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from recitation.probes.scoring import SCORINGS
 from recitation.runs.console import console, execute_and_print
 
 _JOBS = {"name-cloze": "name_cloze", "csg": "csg"}
@@ -69,10 +70,11 @@ def add_probe_parser(sub: Any) -> None:
         p.add_argument("--n", type=int, default=100, help="passages per novel (name cloze) "
                        "or quotes per quote type and novel (CSG); the paper: 100")
         p.add_argument("--max-new-tokens", type=int, default=50)
-        p.add_argument("--scoring", choices=["generate", "logprob"], default="generate",
+        p.add_argument("--scoring", choices=SCORINGS, default="generate",
                        help="generate: the paper's prompt and an exact match (default); "
                        "logprob: ours, for white-box models, the most likely of the novel's "
-                       "names (docs/probes.md)")
+                       "names; fill: ours, CSG's cloze variant scored at the passage's "
+                       "[MASK], explicit quotes only (docs/probes.md)")
         p.set_defaults(func=cmd_probe, probe=name)
     p = psub.add_parser("contamination", help="Min-K%% of verbalized quotation records")
     _common(p)
@@ -90,7 +92,10 @@ def add_probe_parser(sub: Any) -> None:
     p.add_argument("--n-cloze", type=int, default=4, help="name-cloze passages per novel")
     p.add_argument("--n-csg", type=int, default=2,
                    help="CSG quotes per quote type and novel (0: name cloze only)")
-    p.add_argument("--scoring", choices=["generate", "logprob"], default="logprob")
+    p.add_argument("--scoring", choices=SCORINGS, default="logprob",
+                   help="how both probes answer (see `probe csg --help`)")
+    p.add_argument("--context-sentences", type=int, default=10,
+                   help="CSG passage: sentences before and after the quote (the paper: 10)")
     p.add_argument("--dose", type=int, default=8, help="copies of each passage per epoch")
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--learning-rate", type=float, default=1e-4)
@@ -111,7 +116,8 @@ def cmd_control(args: argparse.Namespace) -> int:
     result = control.run_control(
         args.members, args.others, args.out, seed=args.seed, n_cloze=args.n_cloze,
         n_csg=args.n_csg, scoring=args.scoring, dose=args.dose, epochs=args.epochs,
-        learning_rate=args.learning_rate, say=console.print)
+        learning_rate=args.learning_rate, context_sentences=args.context_sentences,
+        say=console.print)
     text = control.report(result)
     (args.out / "control.md").write_text(text, encoding="utf-8")
     (args.out / "control.json").write_text(json.dumps(result, indent=2), encoding="utf-8")

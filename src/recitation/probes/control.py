@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +35,12 @@ def probe_jobs(novels: Sequence[str], seed: int, n_cloze: int, n_csg: int,
 
 
 def training_texts(members: Sequence[str], seed: int, n_cloze: int, n_csg: int,
-                   context_sentences: int = 10) -> list[str]:
+                   context_sentences: int = 10, scoring: str = "generate") -> list[str]:
     """The unmasked name-cloze passages and original CSG passages (none when ``n_csg`` is
-    0) of the member novels."""
+    0) of the member novels, as the probes sample them with ``scoring``."""
     from recitation.probes.novel import load_novel
 
-    nc, cs = probe_jobs(members, seed, n_cloze, max(1, n_csg),
+    nc, cs = probe_jobs(members, seed, n_cloze, max(1, n_csg), scoring=scoring,
                         context_sentences=context_sentences)
     texts = [it.payload["passage"].replace("[MASK]", it.payload["answer"])
              for it in nc.items()]
@@ -80,26 +80,54 @@ def train_control(texts: Sequence[str], out: Path, *, dose: int = 8, epochs: int
     return out
 
 
+Hits = dict[str, dict[str, bool]]
+"""measure -> probe item ("novel/id") -> memorization hit."""
+
+
 def measure(model: Any, novels: Sequence[str], seed: int, n_cloze: int,
             n_csg: int, scoring: str = "generate",
-            context_sentences: int = 10) -> dict[str, dict[str, float]]:
-    """novel -> name-cloze accuracy and CSG-M (not run when ``n_csg`` is 0) on ``model``."""
+            context_sentences: int = 10) -> tuple[dict[str, dict[str, float]], Hits]:
+    """novel -> name-cloze accuracy and CSG-M (not run when ``n_csg`` is 0) on ``model``;
+    and the hit of every item (name cloze: correct; CSG: a memorization hit)."""
     nc, cs = probe_jobs(novels, seed, n_cloze, max(1, n_csg), scoring=scoring,
                         context_sentences=context_sentences)
     out: dict[str, dict[str, float]] = {}
+    hits: Hits = {}
     for job, key in ((nc, "name_cloze"), (cs, "csg_m"))[: 2 if n_csg else 1]:
-        recs = asyncio.run(job.run_items(job.items(), model))
+        items = job.items()
+        recs = asyncio.run(job.run_items(items, model))
         vals = ({n: a for n, (a, _) in per_novel_accuracy(recs).items()} if key == "name_cloze"
                 else {n: s["csg_memorization"] for n, s in csg_scores(recs).items()})
         for n, v in vals.items():
             out.setdefault(n, {})[key] = v
-    return out
+        hit = "correct" if key == "name_cloze" else "memorization"
+        hits[key] = {it.id: bool(r[hit]) for it, r in zip(items, recs, strict=True)}
+    return out, hits
+
+
+def paired_test(base: Mapping[str, bool], trained: Mapping[str, bool],
+                novels: set[str]) -> dict[str, Any]:
+    """The items of ``novels`` that the fine-tuned model gets right and the base model wrong
+    (gained) and the reverse (lost); the one-sided exact McNemar p-value (scipy's binomial
+    test on the discordant items): the chance of at least that many gains among them if
+    training changed no answer's odds of being right."""
+    from scipy.stats import binomtest
+
+    keys = [k for k in base if k.split("/", 1)[0] in novels and k in trained]
+    gained = sum(trained[k] and not base[k] for k in keys)
+    lost = sum(base[k] and not trained[k] for k in keys)
+    p = binomtest(gained, gained + lost, 0.5, alternative="greater").pvalue if (
+        gained + lost) else 1.0
+    return {"items": len(keys), "gained": gained, "lost": lost, "p": float(p)}
 
 
 def verdict(base: dict[str, dict[str, float]], trained: dict[str, dict[str, float]],
-            members: set[str], measure_name: str) -> dict[str, Any]:
+            members: set[str], measure_name: str,
+            hits: tuple[Hits, Hits] | None = None) -> dict[str, Any]:
     """Mean rise of ``measure_name`` on member and on other novels; ``passed`` when the
-    members' rise is positive and larger than the others'."""
+    members' rise is positive and larger than the others'. With ``hits`` (base, fine-tuned)
+    the paired test of each group (:func:`paired_test`) joins it; it does not change the
+    verdict."""
     def rise(group: list[str]) -> float:
         vals = [trained[n][measure_name] - base[n][measure_name] for n in group
                 if measure_name in trained.get(n, {}) and measure_name in base.get(n, {})]
@@ -108,17 +136,29 @@ def verdict(base: dict[str, dict[str, float]], trained: dict[str, dict[str, floa
     mem = [n for n in base if n in members]
     oth = [n for n in base if n not in members]
     rm, ro = rise(mem), rise(oth)
-    return {"measure": measure_name, "rise_members": rm, "rise_others": ro,
-            "passed": rm > 0 and rm > ro}
+    out = {"measure": measure_name, "rise_members": rm, "rise_others": ro,
+           "passed": rm > 0 and rm > ro}
+    if hits is not None:
+        b, t = hits[0].get(measure_name, {}), hits[1].get(measure_name, {})
+        out["test_members"] = paired_test(b, t, set(mem))
+        out["test_others"] = paired_test(b, t, set(oth))
+    return out
 
 
 MEASURES = {"name_cloze": "name cloze", "csg_m": "CSG-M (memorization)"}
 
 
+def measure_label(measure_name: str, scoring: str) -> str:
+    """The report's name of a measure; with scoring ``fill`` CSG-M is its cloze variant."""
+    if measure_name == "csg_m" and scoring == "fill":
+        return "CSG-M (cloze: explicit quotes, scored at the mask)"
+    return MEASURES[measure_name]
+
+
 def run_control(members: Sequence[str], others: Sequence[str], out_dir: Path, *,
                 seed: int = 0, n_cloze: int = 4, n_csg: int = 2, scoring: str = "logprob",
                 dose: int = 8, epochs: int = 3, learning_rate: float = 1e-4,
-                threads: int | None = None,
+                context_sentences: int = 10, threads: int | None = None,
                 say: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """Train on the members' probed passages, probe base and fine-tuned model on members and
     others; the figures and a verdict per measure. ``threads``: default as the local
@@ -127,28 +167,48 @@ def run_control(members: Sequence[str], others: Sequence[str], out_dir: Path, *,
 
     threads = threads or LocalModel("smollm2").threads
     novels = [*members, *others]
-    texts = training_texts(members, seed, n_cloze, n_csg)
+    texts = training_texts(members, seed, n_cloze, n_csg, context_sentences, scoring)
     model_dir = train_control(texts, out_dir / "model", dose=dose, epochs=epochs,
                               learning_rate=learning_rate, seed=seed, threads=threads, say=say)
     say("probing the base model")
-    base = measure(LocalModel("smollm2", threads=threads), novels, seed, n_cloze, n_csg,
-                   scoring=scoring)
+    base, base_hits = measure(LocalModel("smollm2", threads=threads), novels, seed, n_cloze,
+                              n_csg, scoring=scoring, context_sentences=context_sentences)
     say("probing the fine-tuned model")
-    trained = measure(LocalModel(str(model_dir), threads=threads), novels, seed, n_cloze,
-                      n_csg, scoring=scoring)
+    trained, trained_hits = measure(LocalModel(str(model_dir), threads=threads), novels, seed,
+                                    n_cloze, n_csg, scoring=scoring,
+                                    context_sentences=context_sentences)
     names = {Path(m).name for m in members}
-    verdicts = [verdict(base, trained, names, m) for m in MEASURES
+    verdicts = [verdict(base, trained, names, m, (base_hits, trained_hits)) for m in MEASURES
                 if any(m in v for v in base.values())]
     return {"members": sorted(names), "others": sorted(Path(o).name for o in others),
             "training_texts": len(texts), "dose": dose, "epochs": epochs,
             "learning_rate": learning_rate, "scoring": scoring, "seed": seed,
-            "n_cloze": n_cloze, "n_csg": n_csg, "base": base, "trained": trained,
+            "n_cloze": n_cloze, "n_csg": n_csg, "context_sentences": context_sentences,
+            "base": base, "trained": trained,
+            "hits": {"base": base_hits, "trained": trained_hits},
             "verdicts": verdicts, "passed": bool(verdicts) and all(v["passed"]
                                                                    for v in verdicts)}
 
 
+def _tests(v: Mapping[str, Any]) -> str:
+    """The paired tests of a verdict, when it has them."""
+    if "test_members" not in v:
+        return ""
+    parts = []
+    for key, who in (("test_members", "trained"), ("test_others", "others")):
+        t = v[key]
+        parts.append(f"{who}: {t['gained']} of {t['items']} items gained, {t['lost']} lost, "
+                     f"one-sided exact McNemar p = {t['p']:.3g}")
+    return (" Paired, item by item: " + "; ".join(parts) + " (p: the chance of at least "
+            "that many gains if fine-tuning changed no answer's odds; a few items cannot "
+            "reach a small p).")
+
+
 def report(result: dict[str, Any]) -> str:
     """The Markdown section: per novel and measure, base -> fine-tuned, and the verdicts."""
+    def label(m: str) -> str:
+        return measure_label(m, result["scoring"])
+
     lines = ["## Positive control", "",
              f"SmolLM2 fine-tuned on the probed passages of {', '.join(result['members'])} "
              f"({result['training_texts']} texts, {result['dose']} copies, "
@@ -161,13 +221,13 @@ def report(result: dict[str, Any]) -> str:
             if m in result["base"][n] and m in result["trained"].get(n, {}):
                 b, t = result["base"][n][m], result["trained"][n][m]
                 lines.append(f"| {n} | {'yes' if n in result['members'] else 'no'} | "
-                             f"{MEASURES[m]} | {b:.2f} | {t:.2f} | {t - b:+.2f} |")
+                             f"{label(m)} | {b:.2f} | {t:.2f} | {t - b:+.2f} |")
     lines.append("")
     for v in result["verdicts"]:
         word = "PASSED" if v["passed"] else "FAILED"
-        lines.append(f"- **{word}** ({MEASURES[v['measure']]}): mean rise on the trained "
+        lines.append(f"- **{word}** ({label(v['measure'])}): mean rise on the trained "
                      f"novels {v['rise_members']:+.2f}, on the others {v['rise_others']:+.2f}"
-                     " (passes when the first is positive and larger).")
+                     " (passes when the first is positive and larger)." + _tests(v))
     lines += ["", "A pass shows the probe detects memorization that was put there on purpose; "
               "it does not say how much of any real model's training data the probe finds."]
     return "\n".join(lines) + "\n"

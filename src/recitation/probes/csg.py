@@ -18,6 +18,11 @@ free prompt (figures 5-6). Prompts are the authors' text (``prompts/*.txt``). A 
 (``<speaker>...</speaker>``) equal to a name of the true speaker is a memorization hit; equal
 to a replacement name a reasoning hit (exact matches, as ``pred in gold``).
 CSG-Memorization / -Reasoning: the mean over quote types of the per-type accuracies.
+
+Scoring variants for white-box models (ours; :mod:`recitation.probes.scoring`): ``logprob``
+appends each candidate to the authors' prompt; ``fill`` samples explicit quotes only and
+fills the ``[MASK]`` of the corrupted passage with each candidate (the cloze variant of
+CSG-Memorization, which the paper's appendix D finds usable alone).
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from recitation.probes.novel import (
     sentence_spans,
     split_honorific,
 )
-from recitation.probes.scoring import Scoring, best_candidates, require_logprobs
+from recitation.probes.scoring import Scoring, best_candidates, require_logprobs, scored
 from recitation.runs.jobs import Job, Table, WorkItem
 
 FIRST_NAMES = {"M": ("Henry", "Joseph"), "F": ("Emma", "Elizabeth")}
@@ -178,7 +183,9 @@ class CsgParams(BaseModel):
     context_sentences: int = Field(10, ge=0)
     max_new_tokens: int = Field(50, ge=1, description="the authors: 50")
     scoring: Scoring = Field("generate", description="generate: the paper's prompts; logprob: "
-                             "ours, the most likely of the novel's names (probes/scoring.py)")
+                             "ours, the most likely of the novel's names after the prompt; "
+                             "fill: ours, explicit quotes only, the most likely name at the "
+                             "passage's [MASK] (probes/scoring.py)")
 
 
 class CsgJob(Job):
@@ -204,9 +211,9 @@ class CsgJob(Job):
             rng = random.Random(f"{self.seed}:{novel.folder}")
             names = sorted({n for c in novel.characters if c.category != "minor"
                             for n in names_of(c)})
-            for qt in QUOTE_TYPES:
+            for qt in QUOTE_TYPES[:1] if p.scoring == "fill" else QUOTE_TYPES:
                 for it in rng.sample(by_type[qt], min(p.n, len(by_type[qt]))):
-                    if p.scoring == "logprob":
+                    if scored(p.scoring):
                         it = {**it, "candidates": sorted(set(names) | set(it["corrupted"]))}
                     out.append(WorkItem(f"{novel.folder}/{it['quote_id']}", it))
         return out
@@ -218,11 +225,11 @@ class CsgJob(Job):
     async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
         require_access(["csg"], model.capabilities, model.backend)
         prompts = [_prompt(it.payload) for it in items]
-        if self.params.scoring == "logprob":
+        if scored(self.params.scoring):
             require_logprobs(model, "csg")
-            best = await best_candidates(model, [
-                [f"{pr}\n<speaker>{c}</speaker>" for c in it.payload["candidates"]]
-                for pr, it in zip(prompts, items, strict=True)])
+            best = await best_candidates(model, [_scored_texts(
+                it.payload, pr, self.params.scoring) for pr, it in zip(prompts, items,
+                                                                       strict=True)])
             preds = [it.payload["candidates"][b] for it, b in zip(items, best, strict=True)]
             outputs = [""] * len(items)
         else:
@@ -245,6 +252,17 @@ class CsgJob(Job):
                 for n, s in sorted(scores.items())]
         return Table("Corrupted-Speaker-Guessing", ["novel", "quotes", "CSG-M", "CSG-M (cloze)",
                                                    "CSG-R"], rows)
+
+
+def _scored_texts(x: Mapping[str, Any], prompt: str, scoring: str) -> list[str]:
+    """The texts whose log-probabilities rank the candidates: ``logprob``, the prompt and
+    ``<speaker>NAME</speaker>``; ``fill``, the corrupted passage with NAME at its mask."""
+    if scoring == "fill":
+        if x["passage"].count("[MASK]") != 1:
+            raise ConfigError(f"csg: scoring 'fill' needs one [MASK] in the passage of "
+                              f"{x['quote_id']} ({x['quote_type']} quote)")
+        return [x["passage"].replace("[MASK]", c) for c in x["candidates"]]
+    return [f"{prompt}\n<speaker>{c}</speaker>" for c in x["candidates"]]
 
 
 def _prompt(x: Mapping[str, Any]) -> str:

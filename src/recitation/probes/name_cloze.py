@@ -34,7 +34,7 @@ from recitation.probes.novel import (
     sentence_spans,
     word_tokens,
 )
-from recitation.probes.scoring import Scoring, best_candidates, require_logprobs
+from recitation.probes.scoring import Scoring, best_candidates, require_logprobs, scored
 from recitation.runs.jobs import Job, Table, WorkItem
 
 PROMPT = (
@@ -94,7 +94,8 @@ class NameClozeParams(BaseModel):
     max_tokens: int = Field(60, ge=1)
     max_new_tokens: int = Field(50, ge=1, description="the authors: 50")
     scoring: Scoring = Field("generate", description="generate: the paper's prompt; logprob: "
-                             "ours, the most likely of the novel's names (probes/scoring.py)")
+                             "ours, the most likely of the novel's names (probes/scoring.py); "
+                             "fill: the same as logprob")
 
 
 class NameClozeJob(Job):
@@ -114,7 +115,7 @@ class NameClozeJob(Job):
             cands = cloze_passages(novel.text, names, min_tokens=p.min_tokens,
                                    max_tokens=p.max_tokens)
             rng = random.Random(f"{self.seed}:{novel.folder}")
-            extra = {"candidates": sorted(names)} if p.scoring == "logprob" else {}
+            extra = {"candidates": sorted(names)} if scored(p.scoring) else {}
             for k, c in enumerate(rng.sample(cands, min(p.n, len(cands)))):
                 out.append(WorkItem(f"{novel.folder}/{k:04d}",
                                     {"novel": novel.folder, **c, **extra}))
@@ -127,7 +128,7 @@ class NameClozeJob(Job):
 
     async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
         require_access(["name_cloze"], model.capabilities, model.backend)
-        if self.params.scoring == "logprob":
+        if scored(self.params.scoring):
             return await self._run_scored(items, model)
         reqs = [GenerationRequest.chat(PROMPT % it.payload["passage"],
                                        max_tokens=self.params.max_new_tokens, temperature=0.0)

@@ -11,6 +11,15 @@ with each. Candidates: name cloze, every single-word name of the novel's charact
 answer is one of them); CSG, every name and alias of the novel's non-minor characters plus
 the replacement names, appended after the authors' prompt as ``<speaker>NAME</speaker>``.
 
+``scoring="fill"`` (CSG's cloze variant, for white-box models): only explicit quotes, whose
+corrupted passage has the speaker's name at the quote masked (``said [MASK]``); each
+candidate fills the ``[MASK]`` and the corrupted passage itself is scored, as the scoring
+name cloze does (for name cloze ``fill`` is ``logprob``). The rest of the passage still
+names the speaker by the replacement, so the context still points to the replacement name
+(reasoning) while a model that remembers the passage puts the true name at the mask
+(memorization). The paper (appendix D) finds the cloze variant of CSG-Memorization alone a
+usable measure of book memorization.
+
 Differences from the paper (docs/probes.md): a closed candidate set (chance is 1 / the
 number of candidates, not ~0), no chat template (raw text scored), needs log-probabilities.
 """
@@ -23,12 +32,18 @@ from typing import Literal
 from recitation.errors import ConfigError
 from recitation.models.base import Model
 
-Scoring = Literal["generate", "logprob"]
+Scoring = Literal["generate", "logprob", "fill"]
+SCORINGS = ("generate", "logprob", "fill")
+
+
+def scored(scoring: str) -> bool:
+    """True for the white-box variants (``logprob``, ``fill``)."""
+    return scoring != "generate"
 
 
 def require_logprobs(model: Model, probe: str) -> None:
     if not model.capabilities.logprobs:
-        raise ConfigError(f"{probe} with scoring 'logprob' needs log-probabilities; backend "
+        raise ConfigError(f"{probe} with a scoring variant needs log-probabilities; backend "
                           f"'{model.backend}' does not offer them (use scoring 'generate')")
 
 
