@@ -298,27 +298,28 @@ def test_scoring_variants_pick_the_most_likely_candidate() -> None:
     assert asyncio.run(best_candidates(Scorer(set()), [["a b", "a", "a b c"], ["x"]])) == [1, 0]
 
 
-def test_csg_fill_scores_the_corrupted_passage_at_its_mask() -> None:
-    """scoring='fill': explicit quotes only; each candidate fills the one [MASK] of the
-    corrupted passage (nothing else changes: the replacement names stay), the prediction is
-    the candidate of the highest total log-probability (brute force), and the explicit
-    quotes sampled are the ones the paper's prompt would ask about."""
+def test_csg_fill_scores_the_name_at_the_mask() -> None:
+    """scoring='fill': explicit quotes whose corrupted passage names the replacement before
+    the mask; each candidate is scored after the passage up to the [MASK], followed by the
+    word after it; the prediction is the candidate of the highest total log-probability
+    (brute force)."""
     liked = {"Harriet", "Bates"}
     model = Scorer(liked)
-    params = {"novels": [str(TINY)], "n": 5, "context_sentences": 3}
+    params = {"novels": [str(TINY)], "n": 10, "context_sentences": 3}
     recs = run(make_job("csg", {**params, "scoring": "fill"}, 0), model)
-    generated = [it.payload for it in make_job("csg", params, 0).items()]
+    pool = [it.payload for it in make_job("csg", params, 0).items()]
     assert recs and {r["quote_type"] for r in recs} == {"Explicit"}
-    assert [r["quote_id"] for r in recs] == [
-        g["quote_id"] for g in generated if g["quote_type"] == "Explicit"]
+    assert {r["quote_id"] for r in recs} == {
+        g["quote_id"] for g in pool if g["quote_type"] == "Explicit" and csg.misleads(g)}
     assert not model.requests and len(model.scored) == sum(len(r["candidates"]) for r in recs)
     k = 0
     for r in recs:
         texts = model.scored[k:k + len(r["candidates"])]
         k += len(r["candidates"])
-        assert r["passage"].count("[MASK]") == 1
-        assert texts == [r["passage"].replace("[MASK]", c) for c in r["candidates"]]
-        assert any(c in r["passage"] for c in r["corrupted"])  # the context still misleads
+        before, after = r["passage"].split("[MASK]")
+        assert any(re.search(rf"\b{re.escape(c)}\b", before) for c in r["corrupted"])
+        nxt = re.match(r"\s*(\w+|[^\w\s])", after)
+        assert texts == [before + c + (nxt.group() if nxt else "") for c in r["candidates"]]
         totals = [sum(5.0 if w in liked else -1.0 for w in re.findall(r"[A-Za-z]+", t)[1:])
                   for t in texts]
         assert r["prediction"] == r["candidates"][totals.index(max(totals))]
@@ -327,9 +328,15 @@ def test_csg_fill_scores_the_corrupted_passage_at_its_mask() -> None:
         # the liked names are Harriet Bates's: her quotes are hits, Robert Finch's are not
         assert r["memorization"] == (r["speaker"] == "Harriet Bates")
     assert {r["speaker"] for r in recs} == {"Harriet Bates", "Robert Finch"}
-    scores = csg.csg_scores(recs)
-    for s in scores.values():
+    for s in csg.csg_scores(recs).values():
         assert s["csg_memorization"] == s["csg_memorization_cloze"]
+    x = {"passage": "Emma came. \"No,\" said [MASK], smiling.", "candidates": ["Anne", "Sir W"],
+         "quote_id": "Q", "quote_type": "Explicit", "corrupted": ["Emma"]}
+    assert csg._scored_texts(x, "", "fill") == ['Emma came. "No," said Anne,',
+                                                'Emma came. "No," said Sir W,']
+    assert csg.misleads(x) and not csg.misleads({**x, "corrupted": ["Clara"]})
+    with pytest.raises(ConfigError, match="one \\[MASK\\]"):
+        csg._scored_texts({**x, "passage": "no mask"}, "", "fill")
 
 
 def test_scoring_needs_log_probabilities() -> None:

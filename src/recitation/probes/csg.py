@@ -20,8 +20,9 @@ to a replacement name a reasoning hit (exact matches, as ``pred in gold``).
 CSG-Memorization / -Reasoning: the mean over quote types of the per-type accuracies.
 
 Scoring variants for white-box models (ours; :mod:`recitation.probes.scoring`): ``logprob``
-appends each candidate to the authors' prompt; ``fill`` samples explicit quotes only and
-fills the ``[MASK]`` of the corrupted passage with each candidate (the cloze variant of
+appends each candidate to the authors' prompt; ``fill`` samples explicit quotes whose
+corrupted passage names the replacement before the mask, and ranks each candidate by its
+log-probability at the ``[MASK]`` after the passage before it (the cloze variant of
 CSG-Memorization, which the paper's appendix D finds usable alone).
 """
 
@@ -184,8 +185,8 @@ class CsgParams(BaseModel):
     max_new_tokens: int = Field(50, ge=1, description="the authors: 50")
     scoring: Scoring = Field("generate", description="generate: the paper's prompts; logprob: "
                              "ours, the most likely of the novel's names after the prompt; "
-                             "fill: ours, explicit quotes only, the most likely name at the "
-                             "passage's [MASK] (probes/scoring.py)")
+                             "fill: ours, explicit quotes, the most likely name at the "
+                             "passage's [MASK] after a replacement (probes/scoring.py)")
 
 
 class CsgJob(Job):
@@ -211,6 +212,8 @@ class CsgJob(Job):
             rng = random.Random(f"{self.seed}:{novel.folder}")
             names = sorted({n for c in novel.characters if c.category != "minor"
                             for n in names_of(c)})
+            if p.scoring == "fill":  # the context must mislead before the mask
+                by_type = {"Explicit": [it for it in by_type["Explicit"] if misleads(it)]}
             for qt in QUOTE_TYPES[:1] if p.scoring == "fill" else QUOTE_TYPES:
                 for it in rng.sample(by_type[qt], min(p.n, len(by_type[qt]))):
                     if scored(p.scoring):
@@ -254,14 +257,28 @@ class CsgJob(Job):
                                                    "CSG-R"], rows)
 
 
+def misleads(x: Mapping[str, Any]) -> bool:
+    """A replacement name occurs in the corrupted passage before its ``[MASK]``."""
+    before = x["passage"].split("[MASK]", 1)[0]
+    return any(occurs(before, n) for n in x["corrupted"])
+
+
+_NEXT_WORD = re.compile(r"\s*(?:\w+|[^\w\s])")
+
+
 def _scored_texts(x: Mapping[str, Any], prompt: str, scoring: str) -> list[str]:
     """The texts whose log-probabilities rank the candidates: ``logprob``, the prompt and
-    ``<speaker>NAME</speaker>``; ``fill``, the corrupted passage with NAME at its mask."""
+    ``<speaker>NAME</speaker>``; ``fill``, the corrupted passage up to its mask, NAME, and
+    the word after the mask (which ends the name: ``Sir Walter`` against ``Sir Walter
+    Elliot``). The passage before the mask is the same in every text, so the ranking is that
+    of log p(NAME, next word | the passage before the mask)."""
     if scoring == "fill":
         if x["passage"].count("[MASK]") != 1:
             raise ConfigError(f"csg: scoring 'fill' needs one [MASK] in the passage of "
                               f"{x['quote_id']} ({x['quote_type']} quote)")
-        return [x["passage"].replace("[MASK]", c) for c in x["candidates"]]
+        before, after = x["passage"].split("[MASK]")
+        nxt = m.group() if (m := _NEXT_WORD.match(after)) else ""
+        return [f"{before}{c}{nxt}" for c in x["candidates"]]
     return [f"{prompt}\n<speaker>{c}</speaker>" for c in x["candidates"]]
 
 

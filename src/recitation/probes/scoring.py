@@ -11,14 +11,16 @@ with each. Candidates: name cloze, every single-word name of the novel's charact
 answer is one of them); CSG, every name and alias of the novel's non-minor characters plus
 the replacement names, appended after the authors' prompt as ``<speaker>NAME</speaker>``.
 
-``scoring="fill"`` (CSG's cloze variant, for white-box models): only explicit quotes, whose
-corrupted passage has the speaker's name at the quote masked (``said [MASK]``); each
-candidate fills the ``[MASK]`` and the corrupted passage itself is scored, as the scoring
-name cloze does (for name cloze ``fill`` is ``logprob``). The rest of the passage still
-names the speaker by the replacement, so the context still points to the replacement name
-(reasoning) while a model that remembers the passage puts the true name at the mask
-(memorization). The paper (appendix D) finds the cloze variant of CSG-Memorization alone a
-usable measure of book memorization.
+``scoring="fill"`` (CSG's cloze variant, for white-box models): explicit quotes whose
+corrupted passage names the replacement before the mask (``... Mrs Stone ... said [MASK]``);
+each candidate is put at the ``[MASK]`` after the passage before it, followed by the word
+after the mask (which ends the name), and that text is scored: the ranking is that of log
+p(name | the passage before the mask), what a causal model puts at the mask. The context
+before the mask points to the replacement (reasoning); a model that remembers the passage
+puts the true name there (memorization). Scoring the whole passage instead lets the
+replacement's later mentions vote for the replacement (measured: docs/probes.md). The paper
+(appendix D) finds the cloze variant of CSG-Memorization alone a usable measure of book
+memorization. For name cloze ``fill`` is ``logprob``.
 
 Differences from the paper (docs/probes.md): a closed candidate set (chance is 1 / the
 number of candidates, not ~0), no chat template (raw text scored), needs log-probabilities.
