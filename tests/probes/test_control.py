@@ -64,26 +64,34 @@ def test_paired_test_counts_gains_and_matches_the_binomial_tail() -> None:
 
 @pytest.mark.model
 @pytest.mark.slow
-def test_name_cloze_rises_on_trained_novels_only(shared_data: Path, tmp_path: Path) -> None:
-    """``recitation probe control`` end to end, then its verdict in ``task analyse``. With the
-    scoring cloze (the most likely of the novel's names): measured 2026-11-24, Persuasion
-    0.00 -> 0.75 after fine-tuning on its 4 cloze passages, Hard Times 0.25 -> 0.25 (4.7 min,
-    3.1 GB beside a CI run). The paper's generation cloze gives 0 everywhere on this 135M
-    model, before and after (docs/probes.md)."""
+def test_name_cloze_and_csg_rise_on_trained_novels_only(shared_data: Path,
+                                                        tmp_path: Path) -> None:
+    """``recitation probe control`` end to end, then its verdict in ``task analyse``: SmolLM2
+    fine-tuned on Persuasion's 4 cloze passages and the passages (3 sentences either side)
+    of 4 explicit quotes whose corrupted passage names the replacement before the mask;
+    Hard Times probed, not trained. Scoring 'fill': the scoring cloze, and CSG's cloze
+    variant scored at the mask. Measured with 8 CSG quotes (docs/probes.md): name cloze
+    0.00 -> 0.75 on Persuasion, 0.25 -> 0.00 on Hard Times; CSG-M (cloze) 0.00 -> 0.38 and
+    0.00 -> 0.00. With the authors' prompt (generation, or the prompt scored) CSG-M stays
+    0 after fine-tuning at two doses: the 135M model copies the replacement name."""
     from recitation.cli import main
 
     member, other = (str(shared_data / "pdnc" / n) for n in ("Persuasion", "HardTimes"))
     out = tmp_path / "control"
-    # the cloze passages only (--n-csg 0): cheap
     code = main(["probe", "control", "--members", member, "--others", other, "--out",
-                 str(out), "--n-cloze", "4", "--n-csg", "0", "--scoring", "logprob"])
+                 str(out), "--n-cloze", "4", "--n-csg", "4", "--context-sentences", "3",
+                 "--scoring", "fill"])
     result = json.loads((out / "control.json").read_text(encoding="utf-8"))
     base, trained = result["base"], result["trained"]
+    assert [v["measure"] for v in result["verdicts"]] == ["name_cloze", "csg_m"], result
     assert code == 0 and result["passed"], result
     assert trained["Persuasion"]["name_cloze"] >= 0.5, trained
-    assert [v["measure"] for v in result["verdicts"]] == ["name_cloze"]
-    assert trained["Persuasion"]["name_cloze"] > base["Persuasion"]["name_cloze"]
-    assert "PASSED" in (out / "control.md").read_text(encoding="utf-8")
+    assert trained["Persuasion"]["csg_m"] >= 0.25 > base["Persuasion"]["csg_m"], result
+    assert trained["HardTimes"]["csg_m"] <= base["HardTimes"]["csg_m"], result
+    csg_v = result["verdicts"][1]
+    assert csg_v["test_members"]["gained"] > csg_v["test_members"]["lost"], csg_v
+    text = (out / "control.md").read_text(encoding="utf-8")
+    assert text.count("PASSED") == 2 and "CSG-M (cloze" in text and "McNemar" in text
 
     runs = tmp_path / "runs"  # the verdict joins the study's report
     common = ["--novels", TINY, "--model", "scripted:echo", "--runs-dir", str(runs)]
