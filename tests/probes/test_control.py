@@ -86,6 +86,7 @@ def test_name_cloze_and_csg_rise_on_trained_novels_only(shared_data: Path,
     assert [v["measure"] for v in result["verdicts"]] == ["name_cloze", "csg_m"], result
     assert code == 0 and result["passed"], result
     assert trained["Persuasion"]["name_cloze"] >= 0.5, trained
+    assert trained["Persuasion"]["name_cloze"] > base["Persuasion"]["name_cloze"]
     assert trained["Persuasion"]["csg_m"] >= 0.25 > base["Persuasion"]["csg_m"], result
     assert trained["HardTimes"]["csg_m"] <= base["HardTimes"]["csg_m"], result
     csg_v = result["verdicts"][1]

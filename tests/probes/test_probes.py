@@ -332,11 +332,11 @@ def test_csg_fill_scores_the_name_at_the_mask() -> None:
         assert s["csg_memorization"] == s["csg_memorization_cloze"]
     x = {"passage": "Emma came. \"No,\" said [MASK], smiling.", "candidates": ["Anne", "Sir W"],
          "quote_id": "Q", "quote_type": "Explicit", "corrupted": ["Emma"]}
-    assert csg._scored_texts(x, "", "fill") == ['Emma came. "No," said Anne,',
+    assert csg._scored_texts(x, "fill") == ['Emma came. "No," said Anne,',
                                                 'Emma came. "No," said Sir W,']
     assert csg.misleads(x) and not csg.misleads({**x, "corrupted": ["Clara"]})
     with pytest.raises(ConfigError, match="one \\[MASK\\]"):
-        csg._scored_texts({**x, "passage": "no mask"}, "", "fill")
+        csg._scored_texts({**x, "passage": "no mask"}, "fill")
 
 
 def test_scoring_needs_log_probabilities() -> None:

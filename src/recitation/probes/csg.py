@@ -212,10 +212,10 @@ class CsgJob(Job):
             rng = random.Random(f"{self.seed}:{novel.folder}")
             names = sorted({n for c in novel.characters if c.category != "minor"
                             for n in names_of(c)})
-            if p.scoring == "fill":  # the context must mislead before the mask
-                by_type = {"Explicit": [it for it in by_type["Explicit"] if misleads(it)]}
-            for qt in QUOTE_TYPES[:1] if p.scoring == "fill" else QUOTE_TYPES:
-                for it in rng.sample(by_type[qt], min(p.n, len(by_type[qt]))):
+            fill = p.scoring == "fill"  # explicit quotes misled before the mask
+            for qt in ("Explicit",) if fill else QUOTE_TYPES:
+                pool = [it for it in by_type[qt] if not fill or misleads(it)]
+                for it in rng.sample(pool, min(p.n, len(pool))):
                     if scored(p.scoring):
                         it = {**it, "candidates": sorted(set(names) | set(it["corrupted"]))}
                     out.append(WorkItem(f"{novel.folder}/{it['quote_id']}", it))
@@ -227,17 +227,16 @@ class CsgJob(Job):
 
     async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
         require_access(["csg"], model.capabilities, model.backend)
-        prompts = [_prompt(it.payload) for it in items]
         if scored(self.params.scoring):
             require_logprobs(model, "csg")
-            best = await best_candidates(model, [_scored_texts(
-                it.payload, pr, self.params.scoring) for pr, it in zip(prompts, items,
-                                                                       strict=True)])
+            best = await best_candidates(model, [_scored_texts(it.payload, self.params.scoring)
+                                                 for it in items])
             preds = [it.payload["candidates"][b] for it, b in zip(items, best, strict=True)]
             outputs = [""] * len(items)
         else:
             gens = await model.generate([GenerationRequest.chat(
-                pr, max_tokens=self.params.max_new_tokens, temperature=0.0) for pr in prompts])
+                _prompt(it.payload), max_tokens=self.params.max_new_tokens, temperature=0.0)
+                for it in items])
             outputs = [g.text for g in gens]
             preds = [parse_tag(o, "speaker") for o in outputs]
         out = []
@@ -266,7 +265,7 @@ def misleads(x: Mapping[str, Any]) -> bool:
 _NEXT_WORD = re.compile(r"\s*(?:\w+|[^\w\s])")
 
 
-def _scored_texts(x: Mapping[str, Any], prompt: str, scoring: str) -> list[str]:
+def _scored_texts(x: Mapping[str, Any], scoring: str) -> list[str]:
     """The texts whose log-probabilities rank the candidates: ``logprob``, the prompt and
     ``<speaker>NAME</speaker>``; ``fill``, the corrupted passage up to its mask, NAME, and
     the word after the mask (which ends the name: ``Sir Walter`` against ``Sir Walter
@@ -279,6 +278,7 @@ def _scored_texts(x: Mapping[str, Any], prompt: str, scoring: str) -> list[str]:
         before, after = x["passage"].split("[MASK]")
         nxt = m.group() if (m := _NEXT_WORD.match(after)) else ""
         return [f"{before}{c}{nxt}" for c in x["candidates"]]
+    prompt = _prompt(x)
     return [f"{prompt}\n<speaker>{c}</speaker>" for c in x["candidates"]]
 
 

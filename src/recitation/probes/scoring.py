@@ -29,13 +29,13 @@ number of candidates, not ~0), no chat template (raw text scored), needs log-pro
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 from recitation.errors import ConfigError
 from recitation.models.base import Model
 
 Scoring = Literal["generate", "logprob", "fill"]
-SCORINGS = ("generate", "logprob", "fill")
+SCORINGS: tuple[str, ...] = get_args(Scoring)
 
 
 def scored(scoring: str) -> bool:
