@@ -1,19 +1,122 @@
-"""Shared fixtures.
+"""Shared fixtures, and what a missing dependency does to a test.
 
-Reference data (../shared/data) is found through one setting, ``RECITATION_DATA``; where it
-is absent tests skip with a message saying how to get it, except under CI (``CI=true``),
-where its absence is a failure.
+Reference data (../shared/data) is found through one setting, ``RECITATION_DATA``.
+
+A test that cannot run here (reference data, an optional package, the o200k file, Debian's
+chromium) skips with a message saying how to get what it needs, except under CI
+(``CI=true``, any case), where it fails: a skip there would hide coverage. Tests ask through
+one helper, :func:`require_or_skip`, reached as
+
+- the ``require`` fixture in a test or fixture body: ``require(condition, message)``, and
+  ``require.module(name, install)`` for an import (``pytest.importorskip`` that fails under
+  CI);
+- the ``requires(condition, message)`` marker, for parameters and whole tests; ``condition``
+  may be a callable, called when the test is set up (an exception it raises is the test's
+  error, never a skip);
+- a test file skipped as a whole at import (a module-level ``pytest.importorskip``) is a
+  collection error under CI, which stops the run before any test as an ``ImportError``
+  would (:func:`pytest_make_collect_report`).
+
+Skips that are not about this machine's setup and stay skips under CI call ``pytest.skip``
+directly and say why in their message.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+SETUP = "bash scripts/test.sh (or: bash scripts/setup.sh all,dev) installs it"
+
+
+def under_ci() -> bool:
+    """``CI=true`` (any case): what is missing fails instead of skipping."""
+    return os.environ.get("CI", "").lower() == "true"
+
+
+def require_or_skip(condition: object, message: str) -> None:
+    """Nothing when ``condition`` holds; otherwise skip with ``message`` (which says how to
+    install what is missing), or fail under CI."""
+    __tracebackhide__ = True  # the skip or failure points at the test's line
+    if condition:
+        return
+    if under_ci():
+        pytest.fail(f"{message} [CI=true: a missing dependency fails instead of skipping]",
+                    pytrace=False)
+    pytest.skip(message)
+
+
+def _missing(e: ImportError, module: str) -> bool:
+    """``e`` says ``module`` (or a package above it) is not installed, as opposed to an
+    installed module failing to import (a broken wheel: an error, never a skip)."""
+    parts = module.split(".")
+    names = {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+    return isinstance(e, ModuleNotFoundError) and e.name in names
+
+
+def import_or_skip(module: str, install: str = SETUP) -> ModuleType:
+    """``module`` imported, or :func:`require_or_skip`'s skip (failure under CI) when it is
+    not installed; an installed module that fails to import raises its error."""
+    __tracebackhide__ = True
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        if not _missing(e, module):
+            raise
+    require_or_skip(False, f"{module} is not installed: {install}")
+    raise AssertionError("not reached: require_or_skip skipped or failed")
+
+
+class Require:
+    """The ``require`` fixture: ``require(condition, message)`` and
+    ``require.module(name, install)``."""
+
+    def __call__(self, condition: object, message: str) -> None:
+        __tracebackhide__ = True
+        require_or_skip(condition, message)
+
+    def module(self, name: str, install: str = SETUP) -> ModuleType:
+        __tracebackhide__ = True
+        return import_or_skip(name, install)
+
+
+@pytest.fixture(scope="session")
+def require() -> Require:
+    return Require()
+
+
+@pytest.fixture(autouse=True)
+def _requires_marks(request: pytest.FixtureRequest) -> None:
+    """The ``requires(condition, message)`` marks of a test (a fixture: a skip is reported
+    at the test's line)."""
+    for mark in request.node.iter_markers("requires"):
+        condition, message = mark.args
+        require_or_skip(condition() if callable(condition) else condition, message)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+        collector: pytest.Collector) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """A test file skipped as a whole when imported (``pytest.importorskip`` at module
+    level): the skip names the setup command; under CI it is a failure."""
+    report = yield
+    if report.skipped and isinstance(collector, pytest.Module):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        if under_ci():
+            report.outcome = "failed"
+            report.longrepr = (f"{collector.nodeid} skipped as a whole: {reason} "
+                               "[CI=true: a missing dependency fails instead of skipping]")
+        elif isinstance(longrepr, tuple) and SETUP not in reason:
+            report.longrepr = (longrepr[0], longrepr[1], f"{reason} ({SETUP})")
+    return report
 
 
 def data_dir() -> Path:
@@ -23,12 +126,9 @@ def data_dir() -> Path:
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     d = data_dir()
-    if not (d / "README.md").exists():
-        msg = (f"reference data not found at {d}: put the project's shared/ folder beside "
-               "the repository or set RECITATION_DATA to its data/ directory")
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
+    require_or_skip((d / "README.md").exists(),
+                    f"reference data not found at {d}: put the project's shared/ folder beside "
+                    "the repository or set RECITATION_DATA to its data/ directory")
     return d
 
 
@@ -53,3 +153,49 @@ def local_model():  # type: ignore[no-untyped-def]
     m = LocalModel()
     m.load()
     return m
+
+
+@pytest.fixture(scope="session")
+def quick(shared_data: Path):  # type: ignore[no-untyped-def]
+    """The quick organism (SmolLM2 fine-tuned on PDNC passages), built once per session for
+    every test that needs a real one, in the session's model cache (an empty one builds it
+    for real; an up-to-date one with the same fingerprint is reused, as for users)."""
+    from recitation.organism.build import build_organism
+    from recitation.organism.config import make_config
+    from recitation.organism.paths import organisms_root
+
+    return build_organism(make_config(quick=True, data_dir=shared_data / "pdnc"),
+                          root=organisms_root())
+
+
+def run_demo(work: Path, shared: Path, *extra: str) -> str:
+    """``recitation demo --limit 4`` in a process of its own, its response cache and runs
+    under ``work``; its output (a non-zero exit fails the test with the output)."""
+    import subprocess
+    import sys
+
+    from recitation.models.local import model_cache_dir
+
+    env = dict(os.environ, RECITATION_CACHE_DIR=str(work / "cache"), COLUMNS="200",
+               RECITATION_DATA=str(shared), RECITATION_MODEL_CACHE_DIR=str(model_cache_dir()))
+    p = subprocess.run([sys.executable, "-m", "recitation.cli", "demo", "--limit", "4",
+                        "--runs-dir", str(work / "runs"), *extra],
+                       env=env, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout
+
+
+@pytest.fixture(scope="session")
+def demo_audit(tmp_path_factory: pytest.TempPathFactory, shared_data: Path,
+               quick: object) -> tuple[Path, str]:
+    """One real ``recitation demo --limit 4`` (the embedded model and the quick organism,
+    prefix probing, white-box detectors, RECAP) per session: (its work folder, its output).
+    The demo test, the report's browser and redaction tests read this one audit."""
+    work = tmp_path_factory.mktemp("demo")
+    return work, run_demo(work, shared_data)
+
+
+@pytest.fixture(scope="session")
+def demo_runner() -> Callable[..., str]:
+    """:func:`run_demo`, for a test that runs the demo again."""
+    return run_demo

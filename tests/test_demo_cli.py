@@ -7,29 +7,18 @@ response cache. (The full demo's wall time is measured in docs/report.md.)"""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.model
+pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 
-def demo(tmp_path: Path, shared: Path, *extra: str) -> str:
-    env = dict(os.environ, RECITATION_CACHE_DIR=str(tmp_path / "cache"), COLUMNS="200",
-               RECITATION_DATA=str(shared))
-    p = subprocess.run([sys.executable, "-m", "recitation.cli", "demo", "--limit", "4",
-                        "--runs-dir", str(tmp_path / "runs"), *extra],
-                       env=env, capture_output=True, text=True, timeout=900)
-    assert p.returncode == 0, p.stdout + p.stderr
-    return p.stdout
-
-
-def test_demo_twice_second_from_cache(tmp_path: Path, shared_data: Path) -> None:
-    first = demo(tmp_path, shared_data)
+def test_demo_twice_second_from_cache(demo_audit: tuple[Path, str], shared_data: Path,
+                                      demo_runner: Callable[..., str]) -> None:
+    work, first = demo_audit  # the session's demo (conftest.py), the report tests read it too
     assert "Audit verdict" in first
     row = {m: re.search(rf"{re.escape(m)}\s*│\s*([^│]+?)\s*│\s*(\d+)/4\s*│\s*(\d+)/4", first)
            for m in ("smollm2", "organism:quick:epoch2")}
@@ -45,7 +34,7 @@ def test_demo_twice_second_from_cache(tmp_path: Path, shared_data: Path) -> None
     assert [m["spec"] for m in findings["models"]] == ["smollm2", "organism:quick:epoch2"]
     assert "backend calls 0," not in first.split("Audit verdict")[0].splitlines()[-2]
 
-    second = demo(tmp_path, shared_data)
+    second = demo_runner(work, shared_data)
     calls = re.findall(r"backend calls (\d+), from cache (\d+)", second)
     # per model: prefix probing, RECAP on text and on controls, detect
     assert len(calls) == 8 and all(b == "0" and int(c) > 0 for b, c in calls), second

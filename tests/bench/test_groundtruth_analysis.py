@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,8 +41,8 @@ PASSAGES = [_p("m1", 1), _p("m2", 1), _p("m3", 16), _p("m4", 16),
 BY_ID = {p.id: p for p in PASSAGES}
 
 
-def test_roc_row_matches_sklearn_and_hand_worked_tpr() -> None:
-    sklearn = pytest.importorskip("sklearn.metrics")
+def test_roc_row_matches_sklearn_and_hand_worked_tpr(require: Any) -> None:
+    sklearn = require.module("sklearn.metrics", "pip install 'recitation[detect]'")
     labels = [1, 1, 1, 0, 0, 0, 0]
     scores = [0.9, 0.4, 0.7, 0.5, 0.1, 0.2, 0.3]
     row = roc_row(labels, scores, n_boot=50, seed=0)

@@ -16,17 +16,18 @@ import pytest
 from recitation.bench.analysis import benchmark
 from recitation.bench.groundtruth import QUICK
 from recitation.errors import ConfigError
-from recitation.organism.build import build_organism
-from recitation.organism.config import make_config
-from recitation.organism.paths import organisms_root
+from recitation.organism.build import BuildResult
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
+GT = QUICK.model_copy(update={"epochs": (0, 2)})
+"""The quick preset on the base model (epoch 0) and the last checkpoint: what every check
+reads (epoch 1 adds run time, no check)."""
+
 
 @pytest.fixture(scope="module")
-def quick_organism(shared_data: Path) -> Path:
-    cfg = make_config(quick=True, data_dir=shared_data / "pdnc")
-    return build_organism(cfg, root=organisms_root()).directory
+def quick_organism(quick: BuildResult) -> Path:
+    return quick.directory
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,7 @@ def out_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def results(quick_organism: Path, out_dir: Path) -> dict[str, Any]:
-    return benchmark(QUICK, out_dir)
+    return benchmark(GT, out_dir)
 
 
 def _det(results: dict[str, Any], method: str, epoch: int, dose: str = "all") -> dict[str, Any]:
@@ -50,7 +51,7 @@ def _ext(results: dict[str, Any], epoch: int, group: str) -> dict[str, Any]:
 
 def test_every_unit_ran_on_every_checkpoint(results: dict[str, Any]) -> None:
     units = {(c["epoch"], c["unit"]) for c in results["costs"]}
-    expected = {(e, u) for e in (0, 1, 2) for u in QUICK.units if u not in ("pearl", "extract")}
+    expected = {(e, u) for e in (0, 2) for u in GT.units if u not in ("pearl", "extract")}
     assert units == expected | {(2, "pearl")}  # extract: no helper given
     assert all(c["status"] == "completed" and c["calls"] > 0 for c in results["costs"])
     methods = {r["method"] for r in results["detection"]}
@@ -60,11 +61,38 @@ def test_every_unit_ran_on_every_checkpoint(results: dict[str, Any]) -> None:
     assert results["errors"] == []
 
 
-def test_fine_tuned_organism_is_found_and_base_model_is_not(results: dict[str, Any]) -> None:
+def _loss_scores(out_dir: Path, epoch: int) -> tuple[list[int], list[float]]:
+    """Member labels and -LOSS of every passage, from the whitebox unit's saved records."""
+    unit = json.loads((out_dir / "units" / f"epoch{epoch}-whitebox.json").read_text("utf-8"))
+    labels, scores = [], []
+    for rec in unit["records"]:
+        loss = next(s for s in rec["scores"] if s["detector"] == "loss")
+        labels.append(int(rec["sample"]["label"] == "member"))
+        scores.append(-float(loss["score"]))
+    return labels, scores
+
+
+def test_fine_tuned_organism_is_found_and_base_model_is_not(results: dict[str, Any],
+                                                            out_dir: Path) -> None:
+    from scipy.stats import mannwhitneyu
+    from sklearn.metrics import roc_auc_score
+
     assert _det(results, "loss", 2)["auc"] > 0.9
     assert _det(results, "loss", 2, "16")["tpr_at_5"] > 0.5
     assert _ext(results, 2, "dose16")["exact"] >= 1  # some 16x members recited verbatim
-    assert 0.2 < _det(results, "loss", 0)["auc"] < 0.8
+    p = {}
+    for epoch in (0, 2):  # the AUC against scikit-learn's, from the per-passage scores
+        labels, scores = _loss_scores(out_dir, epoch)
+        assert sum(labels) == 15 and len(labels) == 30
+        assert _det(results, "loss", epoch)["auc"] == pytest.approx(
+            roc_auc_score(labels, scores), abs=1e-12)
+        p[epoch] = mannwhitneyu([s for s, y in zip(scores, labels, strict=True) if y],
+                                [s for s, y in zip(scores, labels, strict=True) if not y]
+                                ).pvalue
+    # the base model never saw the members: LOSS does not tell them from the others at the
+    # 5% level (two-sided Mann-Whitney; measured p = 0.12); after fine-tuning it does, far
+    # below 0.1% (measured 3.4e-6)
+    assert p[0] > 0.05 and p[2] < 1e-3, p
     assert all(r["exact"] == 0 for r in results["extraction"] if r["epoch"] == 0)
     assert all(r["exact"] == 0 for r in results["extraction"] if r["group"] == "nonmember")
     base, tuned = _det(results, "loss", 0, "16"), _det(results, "loss", 2, "16")
@@ -92,15 +120,15 @@ def test_same_seed_same_numbers(results: dict[str, Any], quick_organism: Path,
 
 def test_saved_units_are_reused_and_analysed_alone(results: dict[str, Any], out_dir: Path,
                                                    tmp_path: Path) -> None:
-    again = benchmark(QUICK, out_dir, run=False)  # nothing runs: every unit is saved
+    again = benchmark(GT, out_dir, run=False)  # nothing runs: every unit is saved
     assert json.dumps(again, sort_keys=True) == json.dumps(results, sort_keys=True)
-    partial = QUICK.model_copy(update={"n_bootstrap": 7})  # other statistics, same units
+    partial = GT.model_copy(update={"n_bootstrap": 7})  # other statistics, same units
     assert benchmark(partial, out_dir, run=False)["costs"] == results["costs"]
-    changed = QUICK.model_copy(update={"pearl_outputs": 2})  # another PEARL: not saved
+    changed = GT.model_copy(update={"pearl_outputs": 2})  # another PEARL: not saved
     units = {c["unit"] for c in benchmark(changed, out_dir, run=False)["costs"]}
-    assert units == set(QUICK.units) - {"pearl", "extract"}
+    assert units == set(GT.units) - {"pearl", "extract"}
     with pytest.raises(ConfigError, match="no finished unit"):
-        benchmark(QUICK, tmp_path / "empty", run=False)
+        benchmark(GT, tmp_path / "empty", run=False)
 
 
 def test_extract_unit_runs_dsp_and_recap_on_the_organism(quick_organism: Path,

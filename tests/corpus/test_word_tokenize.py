@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,9 +29,9 @@ def _punkt_tab(root: Path) -> None:
 
 
 def test_equals_nltk_word_tokenize(
-    shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, require: Any
 ) -> None:
-    nltk = pytest.importorskip("nltk")
+    nltk = require.module("nltk", "pip install -e . (a dependency of recitation itself)")
     _punkt_tab(tmp_path)
     monkeypatch.setattr(nltk.data, "path", [str(tmp_path), *nltk.data.path])
     path = next(

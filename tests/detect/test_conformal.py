@@ -4,6 +4,7 @@ simulation against a binomial tolerance; the former in-sample threshold fails th
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -129,15 +130,65 @@ def test_conformal_threshold_is_the_order_statistic_in_both_directions() -> None
         assert flagged == {x for x in set(raw) if (x > raw_t if higher else x < raw_t)}
 
 
-def test_labelled_metrics_report_the_calibrated_tpr_and_its_meaning() -> None:
+def _exact_bootstrap_tpr(members: list[float], controls: list[float]) -> np.ndarray:
+    """P(TPR* = k / m), k = 0..m, for the stratified bootstrap of the TPR at the conformal 5%
+    threshold with n = 20 controls (rank 20: the largest control). From the definition: the
+    resampled controls' maximum is the j-th smallest control with probability
+    (j/n)^n - ((j-1)/n)^n; given it, each of the m resampled members lies above it with
+    probability q_j (the share of members above), independently: K ~ Binomial(m, q_j)."""
+    n, m = len(controls), len(members)
+    pmf = np.zeros(m + 1)
+    for j, c in enumerate(sorted(controls), start=1):
+        q = sum(x > c for x in members) / m
+        pmf += ((j / n) ** n - ((j - 1) / n) ** n) * scipy_stats.binom.pmf(np.arange(m + 1), m, q)
+    return pmf
+
+
+def _percentile_range(pmf: np.ndarray, n_boot: int, level: float, delta: float
+                      ) -> tuple[float, float]:
+    """Where ``np.quantile`` of ``n_boot`` draws from ``pmf`` (values k / (len - 1)) at
+    ``level`` lies, except with probability < 2 delta: it interpolates between the j-th and
+    (j + 1)-th smallest draws, j = floor(level (n_boot - 1)); the number of draws below a
+    value is Binomial(n_boot, F), so the j-th is >= v unless Bin(F(v-)) > j, and the
+    (j + 1)-th is <= v unless Bin(F(v)) <= j + 1 (scipy's binomial tails)."""
+    grid = np.arange(pmf.size) / (pmf.size - 1)
+    cdf = np.minimum(np.cumsum(pmf), 1.0)
+    below = np.r_[0.0, cdf[:-1]]
+    j = math.floor(level * (n_boot - 1))
+    low = max(v for v, f in zip(grid, below, strict=True)
+              if scipy_stats.binom.sf(j, n_boot, f) < delta)
+    high = min(v for v, f in zip(grid, cdf, strict=True)
+               if scipy_stats.binom.cdf(j + 1, n_boot, f) < delta)
+    return float(low), float(high)
+
+
+def test_labelled_metrics_report_the_calibrated_tpr_and_its_meaning(require: Any) -> None:
+    skm = require.module("sklearn.metrics", "pip install -e '.[dev]'")
     rng = np.random.default_rng(0)
     members, controls = rng.normal(1, 1, 20).tolist(), rng.normal(0, 1, 20).tolist()
-    got = labelled_metrics(members, controls, n_boot=50)
+    n_boot = 1000
+    got = labelled_metrics(members, controls, n_boot=n_boot)
     t = sorted(controls)[19]  # k = ceil(21 * 0.95) = 20: the largest control
-    assert got["tpr_at_5pct_fpr"] == sum(m > t for m in members) / 20
+    assert got["tpr_at_5pct_fpr"] == sum(m > t for m in members) / 20 == 0.2
     assert got["fpr_bound_5pct"] == pytest.approx(1 / 21)
     assert got["tpr_at_1pct_fpr"] is None and got["fpr_bound_1pct"] is None
     assert "not reachable with 20 controls" in got["tpr_at_1pct_fpr_note"]
-    assert got["tpr_at_1pct_fpr_in_sample"] >= 0  # the ROC-curve value, kept and named
+    # the ROC-curve values, kept and named: sklearn's curve, largest TPR at FPR <= target
+    fpr, tpr, _ = skm.roc_curve([1] * 20 + [0] * 20, members + controls,
+                                drop_intermediate=False)
+    for target, key in ((0.01, "tpr_at_1pct_fpr_in_sample"), (0.05, "tpr_at_5pct_fpr_in_sample")):
+        assert got[key] == pytest.approx(float(tpr[fpr <= target].max()), abs=1e-12)
+    # by hand: no control may be flagged at 1% (members above the largest control), one at
+    # 5% (members above the second largest)
+    assert got["tpr_at_1pct_fpr_in_sample"] == 4 / 20
+    assert got["tpr_at_5pct_fpr_in_sample"] == sum(m > sorted(controls)[18] for m in members) / 20
+    # the bootstrap interval: its ends are percentiles of n_boot draws of TPR*, whose exact
+    # law is known; each end lies in the range n_boot draws allow (< 4e-4 to fail by chance)
+    pmf = _exact_bootstrap_tpr(members, controls)
+    assert pmf.sum() == pytest.approx(1.0)
     lo, hi = got["tpr_at_5pct_fpr_ci"]
-    assert lo is not None and lo <= got["tpr_at_5pct_fpr"] <= hi
+    lo_range, hi_range = (_percentile_range(pmf, n_boot, q, 1e-4) for q in (0.025, 0.975))
+    assert lo_range[0] <= lo <= lo_range[1], (lo, lo_range)
+    assert hi_range[0] <= hi <= hi_range[1], (hi, hi_range)
+    # and the ranges are narrow (former check: lo <= 0.2 <= hi): at most 3 steps of 1/20
+    assert lo_range == (0.05, 0.05) and hi_range == (0.5, 0.65)

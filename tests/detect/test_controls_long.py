@@ -4,6 +4,7 @@ the shift guard, and controls that are new text (no long run shared with the KJV
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
@@ -50,8 +51,8 @@ def test_length_distributions_match(members: list[str], controls: list[str]) -> 
 
 
 def test_shift_guard_does_not_separate_members_from_controls(
-        members: list[str], controls: list[str]) -> None:
-    pytest.importorskip("sklearn")
+        members: list[str], controls: list[str], require: Any) -> None:
+    require.module("sklearn", "pip install 'recitation[detect]'")
     from recitation.detect.calibrate import shift_guard
 
     out = shift_guard(members, controls, seed=0, permutations=50)

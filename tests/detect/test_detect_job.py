@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -230,11 +231,12 @@ def test_pearl_defaults_are_the_published_ones() -> None:
 
 
 def test_records_state_the_bit_flip_ids_and_warn_on_short_references(
-        params: dict[str, object], caplog: pytest.LogCaptureFixture) -> None:
+        params: dict[str, object], caplog: pytest.LogCaptureFixture, require: Any) -> None:
     from recitation.detect.o200k import load_o200k
 
-    if load_o200k() is None:
-        pytest.skip("no offline o200k encoding installed (pip install rs-bpe)")
+    require(load_o200k() is not None, "no offline o200k encoding installed: bash scripts/setup.sh "
+            "all,dev puts the official file in .venv/share/recitation/tiktoken (pip install "
+            "'recitation[detect]' gives rs-bpe's copy)")
     job = make_job("detect", {**params, "detectors": ["pearl"]}, seed=0)
     with caplog.at_level("WARNING", logger="recitation.detect.job"):
         records = asyncio.run(job.run_items(job.items(), ScriptedModel()))

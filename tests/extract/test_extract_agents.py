@@ -217,6 +217,14 @@ async def test_blocked_hint_never_reaches_the_target() -> None:
     assert not any(is_refine(r) for r in model.requests)
     assert ev.hint_leaks[0]["blocked"] and ev.hint_leaks[0]["before"]["flagged"]
     assert ev.attempts[-1]["hint"] == leaky and ev.attempts[-1]["hint_sent"] is None
+    # the guard's numbers, worked by hand: the hint is "you forgot" + gold words 1-30; words
+    # 1-3 ("Call me Ishmael", the given-away first sentence) do not count, so the longest
+    # copied run is words 4-30 (27 >= max_span 12); of its 25 distinct 8-grams the 23 that
+    # do not touch "you forgot" are in the gold (>= max_shared 1)
+    before = ev.hint_leaks[0]["before"]
+    assert (before["longest_span"], before["shared_ngrams"], before["total_ngrams"]) == (
+        27, 23, 25)
+    assert ev.hint_leaks[0]["after"]["longest_span"] == 0  # nothing was left to send
 
 
 async def test_keywords_only_verifier_makes_no_judge_calls() -> None:
@@ -378,13 +386,27 @@ async def test_feedback_loop_on_the_real_model_reports_no_less_than_dsp(
     hints = [a for a in ev.attempts if a["stage"] == "feedback"]
     refines = [a for a in ev.attempts if a["stage"] == "refine"]
     assert len(hints) == 1 and hints[0]["hint"].strip()  # the real helper wrote a hint
-    if hints[0]["hint_sent"] is not None:  # not blocked by the leak guard: sent as a turn
-        assert len(refines) == 1
-        assert hints[0]["hint_sent"] in refines[0]["messages"][-1]["content"]
-        assert refines[0]["messages"][-2]["content"] == ev.agent[
-            "simple_agent_extraction_refined_0"]["text"]  # the continued conversation
-        assert refines[0]["kept"] == (refines[0]["loop_score"]
-                                      > ev.loop_scores[0] + cfg.min_gain)
+    # The guard only measures here (``leak.block`` is off by default): whatever the hint
+    # quotes, it is sent whole, so the refinement turn always happens.
+    assert cfg.leak.block is False
+    assert hints[0]["leak"]["blocked"] is False and hints[0]["leak"]["removed_lines"] == 0
+    assert hints[0]["hint_sent"] == hints[0]["hint"]
+    assert ev.stop_reason != "hint_blocked" and len(refines) == 1 and ev.rounds == 1
+    assert refines[0]["messages"][-1]["content"] == REFINE_TURN.format(hints=hints[0]["hint"])
+    assert refines[0]["messages"][-2] == {"role": "assistant", "content": ev.agent[
+        "simple_agent_extraction_refined_0"]["text"]}  # the continued conversation
+    # the loop's scores against the full gold, from the rouge-score package itself
+    from rouge_score import rouge_scorer
+
+    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    refined_0 = ev.agent["simple_agent_extraction_refined_0"]["text"]
+    assert ev.loop_scores == pytest.approx(
+        [scorer.score(GENESIS, refined_0)["rougeL"].recall,
+         scorer.score(GENESIS, refines[0]["text"])["rougeL"].recall], abs=1e-12)
+    kept = ev.loop_scores[1] > ev.loop_scores[0] + cfg.min_gain
+    assert refines[0]["kept"] is kept and ev.reported_round == int(kept)
+    assert ev.stop_reason == ("no_improvement" if not kept else "reached_target"
+                              if ev.loop_scores[1] > cfg.stop_rouge else "max_rounds")
     assert ev.rouge["recap"] >= ev.rouge["dsp"]
 
 

@@ -1,12 +1,14 @@
 """Issue 8, RECAP item 5: the published defaults - the static jailbreak alone, the LLM judge
 with first-person refusal keywords only when it gives no answer, the authors' prefix prompt,
 refusals stored as MODEL_RESPONSE_BLOCKED. Checked against real EchoTrace text and, where
-the mirror is present, against the released code's own prompt builders."""
+``RECITATION_RECAP_SRC`` names a clone of github.com/avduarte333/RECAP, against the released
+code's own prompt builders (docs/developing.md)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import types
 from pathlib import Path
@@ -22,7 +24,7 @@ from recitation.extract.verifier import Verifier, judge_request, keyword_refusal
 from recitation.models.base import Capabilities, GenerationRequest
 from recitation.models.scripted import ScriptedModel
 
-RELEASED = Path("/work/.mirror/avduarte333+RECAP/repo")
+RECAP_SRC = "RECITATION_RECAP_SRC"  # a clone (bare or not) of github.com/avduarte333/RECAP
 REFUSALS = [
     "I'm sorry, but I can't reproduce that passage.",
     "I cannot provide copyrighted text verbatim.",
@@ -88,11 +90,23 @@ def test_judge_request_is_the_released_one() -> None:
 
 
 def _released(path: str) -> str:
-    if not (RELEASED / "HEAD").exists() and not (RELEASED / "refs").exists():
-        pytest.skip(f"the released RECAP code is not mirrored at {RELEASED} (a bare clone of "
-                    "github.com/avduarte333/RECAP there runs these byte-for-byte checks)")
-    return subprocess.run(["git", "-C", str(RELEASED), "show", f"HEAD:{path}"], check=True,
-                          capture_output=True, text=True).stdout
+    """``path`` in the authors' released code: the file in ``$RECITATION_RECAP_SRC`` (a
+    checkout), else as committed at its ``HEAD`` (a bare clone)."""
+    where = os.environ.get(RECAP_SRC)
+    if not where:
+        # not ours to ship: a skip even under CI=true (which does not set it)
+        pytest.skip(f"the byte-for-byte checks against the authors' released RECAP code need "
+                    f"a clone of it: git clone [--bare] https://github.com/avduarte333/RECAP "
+                    f"DIR, then {RECAP_SRC}=DIR (docs/developing.md); a skip under CI too, "
+                    "the code is not ours to ship")
+    root = Path(where)
+    if (root / path).is_file():
+        return (root / path).read_text(encoding="utf-8")
+    r = subprocess.run(["git", "-C", str(root), "show", f"HEAD:{path}"], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, (f"{RECAP_SRC}={where}: not a clone of github.com/avduarte333/"
+                               f"RECAP holding {path} (git show HEAD:{path}: {r.stderr.strip()})")
+    return r.stdout
 
 
 def _released_module(path: str) -> types.ModuleType:

@@ -9,7 +9,7 @@ import pytest
 
 from recitation.errors import ConfigError
 from recitation.models.base import GenerationRequest
-from recitation.models.local import LocalModel, resolve_model_path
+from recitation.models.local import LocalModel, resolve_model_path, shared_weights
 
 pytestmark = pytest.mark.model
 
@@ -145,7 +145,25 @@ def test_converted_weights_are_cached(local_model: LocalModel) -> None:
     m = LocalModel()
     m.load()
     assert m.loaded_from_cache is True  # the session fixture converted it already
-    assert m.load_seconds is not None and m.load_seconds < 15
+
+
+def test_weights_are_shared_in_a_process_and_private_for_training(
+        local_model: LocalModel) -> None:
+    """Two models of the same weights use one copy in memory (an audit's runs load it once);
+    a private copy (fine-tuning) is another object, and changing it leaves the shared copy's
+    scores as they were."""
+    import torch
+
+    shared = local_model.load()
+    assert LocalModel().load() is shared
+    assert len(shared_weights()) >= 1
+    before = LocalModel().score_sync([PROMPTS[0]])[0].logprobs
+    private = LocalModel().load_private()
+    assert private.model is not shared.model
+    with torch.no_grad():
+        for p in private.model.parameters():
+            p.add_(0.5)  # a wrecked private copy
+    assert LocalModel().score_sync([PROMPTS[0]])[0].logprobs == before
 
 
 def test_bad_model_spec(tmp_path: Path) -> None:

@@ -70,7 +70,9 @@ def test_name_cloze_and_csg_rise_on_trained_novels_only(shared_data: Path,
     fine-tuned on Persuasion's 4 cloze passages and the passages (3 sentences either side)
     of 4 explicit quotes whose corrupted passage names the replacement before the mask;
     Hard Times probed, not trained. Scoring 'fill': the scoring cloze, and CSG's cloze
-    variant scored at the mask. Measured with 8 CSG quotes (docs/probes.md): name cloze
+    variant scored at the mask. A third of the default training (4 copies, 2 epochs, lr
+    3e-4; measured: name cloze 0.00 -> 0.75, CSG-M 0.00 -> 0.25 on Persuasion, docs/
+    probes-control-csg.md run 5). Measured with 8 CSG quotes (docs/probes.md): name cloze
     0.00 -> 0.75 on Persuasion, 0.25 -> 0.00 on Hard Times; CSG-M (cloze) 0.00 -> 0.38 and
     0.00 -> 0.00. With the authors' prompt (generation, or the prompt scored) CSG-M stays
     0 after fine-tuning at two doses: the 135M model copies the replacement name."""
@@ -80,7 +82,8 @@ def test_name_cloze_and_csg_rise_on_trained_novels_only(shared_data: Path,
     out = tmp_path / "control"
     code = main(["probe", "control", "--members", member, "--others", other, "--out",
                  str(out), "--n-cloze", "4", "--n-csg", "4", "--context-sentences", "3",
-                 "--scoring", "fill"])
+                 "--scoring", "fill", "--dose", "4", "--epochs", "2",
+                 "--learning-rate", "3e-4"])
     result = json.loads((out / "control.json").read_text(encoding="utf-8"))
     base, trained = result["base"], result["trained"]
     assert [v["measure"] for v in result["verdicts"]] == ["name_cloze", "csg_m"], result

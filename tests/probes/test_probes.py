@@ -181,7 +181,21 @@ def test_alias_mapping_is_exact(shared_data: Path) -> None:
     assert anne is not None
     for name in (anne.name, *anne.aliases):
         assert qa.map_prediction(name, table) == anne.id
-    assert qa.map_prediction("Elliot", table) is None or "Elliot" in table
+    # Bare "Elliot", worked by hand from PDNC's Persuasion lists: of the characters who
+    # speak, the names with an honorific that leave "Elliot" are only "Mr Elliot" (William
+    # Walter Elliot, id 30); "Miss Anne Elliot" leaves "Anne Elliot" and "Sir Walter Elliot"
+    # leaves "Walter Elliot". "Miss Elliot" (id 17) would be a second one, but she never
+    # speaks, so she is not listed: "Elliot" names William Walter Elliot alone.
+    william = novel.character("William Walter Elliot")
+    assert william is not None and william.id == "30" and "Mr Elliot" in william.aliases
+    assert "Miss Elliot" not in {q.speaker for q in novel.quotations} and "Miss Elliot" not in table
+    assert qa.map_prediction("Elliot", table) == "30"
+    assert qa.map_prediction("Walter Elliot", table) == novel.character("Sir Walter Elliot").id  # type: ignore[union-attr]
+    # ...and with Miss Elliot among the speakers, "Elliot" is ambiguous: no entry at all
+    assert qa.map_prediction("Elliot", qa.alias_table(
+        novel, {q.speaker for q in novel.quotations} | {"Miss Elliot"})) is None
+    # "Croft" is ambiguous as it is: both Admiral Croft and Mrs Croft speak
+    assert qa.map_prediction("Croft", table) is None and "Croft" not in table
     for wrong in ("anne", "Anne Elliot.", "Miss Anne Elliott", "Ann", None, "Anne and Mary"):
         assert qa.map_prediction(wrong, table) is None
     assert qa.map_prediction("Wentworth", table) == novel.character("Captain Wentworth").id  # type: ignore[union-attr]

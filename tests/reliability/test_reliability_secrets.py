@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +40,18 @@ def cli(args: list[str], env: dict[str, str]) -> str:
     return f"$ {' '.join(args)} -> {p.returncode}\n{p.stdout}\n{p.stderr}"
 
 
+def exit_code(output: str) -> int:
+    """The exit code that :func:`cli` wrote on the first line of ``output``."""
+    m = re.match(r"\$ [^\n]* -> (-?\d+)\n", output)
+    assert m is not None, output[:300]
+    return int(m.group(1))
+
+
+def shown(output: str) -> str:
+    """A failure message: the command line with its exit code, then the output's end."""
+    return output.split("\n", 1)[0] + "\n...\n" + output[-2500:]
+
+
 def test_fake_key_never_leaves_the_request(tmp_path: Path) -> None:
     env = dict(os.environ, **{KEY_ENV: SECRET, "OPENAI_API_KEY": SECRET,
                               "RECITATION_CACHE_DIR": str(tmp_path / "cache"),
@@ -57,29 +70,43 @@ def test_fake_key_never_leaves_the_request(tmp_path: Path) -> None:
                          "retry_base_delay": 0.01},
                "params": {"source": "jsonl", "path": str(corpus), "max_new_tokens": 6}}
         (tmp_path / "run.yaml").write_text(yaml.safe_dump(cfg))
-        outputs.append(cli(["run", str(tmp_path / "run.yaml")], env))
-        outputs.append(cli(["audit", "--model", spec, "--text", "kjv:famous-long",
-                            "--passages", "2", "--n-controls", "2", "--no-pearl",
-                            "--max-new-tokens", "8", "--bootstrap", "50"], env))
-        outputs.append(cli(["runs", "list"], env))
-        for run in sorted((tmp_path / "runs").iterdir())[:2]:
-            outputs.append(cli(["runs", "show", run.name], env))
-        audits = [p for p in (tmp_path / "runs").rglob("*") if p.is_dir()
-                  and p.name.startswith("audit")] if (tmp_path / "runs").exists() else []
-        for a in audits[:1]:
-            outputs.append(cli(["report", str(a)], env))
+        runs = tmp_path / "runs"
+        # v1 (Shem: HTTP 500, retried once, then failed) and v2 (Ham: HTTP 401, not retried)
+        # fail; v0 and v3 are answered: the run ends "incomplete", exit code 4
+        out = cli(["run", str(tmp_path / "run.yaml")], env)
+        outputs.append(out)
+        assert exit_code(out) == 4, shown(out)
+        assert "status: incomplete items: 2/4" in " ".join(out.split()), shown(out)
+        bodies = [json.dumps(r.body or {}) for r in server.received]
+        assert sum("Shem" in b for b in bodies) == 2 and sum("Ham" in b for b in bodies) == 1
+        # the audit's passages (KJV famous-long) trigger no fault: every run completes -> 0
+        out = cli(["audit", "--model", spec, "--text", "kjv:famous-long",
+                   "--passages", "2", "--n-controls", "2", "--no-pearl",
+                   "--max-new-tokens", "8", "--bootstrap", "50"], env)
+        outputs.append(out)
+        assert exit_code(out) == 0, shown(out)
+        audits = sorted(runs.glob("audit-*"))
+        assert len(audits) == 1 and audits[0].is_dir(), sorted(runs.iterdir())
+        (probe_run,) = [p for p in runs.iterdir() if "-prefix_probe-" in p.name]
+        audit_runs = sorted(p.parent for p in (audits[0] / "runs").glob("*/run.sqlite"))
+        assert audit_runs, f"the audit stored no runs under {audits[0] / 'runs'}"
+        for args in (["runs", "list"], ["runs", "show", probe_run.name],
+                     ["runs", "show", str(audit_runs[0])], ["report", str(audits[0])]):
+            out = cli(args, env)
+            outputs.append(out)
+            assert exit_code(out) == 0, shown(out)
         assert any(SECRET in str(r.headers) for r in server.received)  # it was sent
     text = "\n".join(outputs)
-    assert "-> 0" in text and "HTTP 401" in text and "HTTP 500" in text  # errors were hit
+    assert "HTTP 401" in text and "HTTP 500" in text  # errors were hit
     assert "<redacted>" in text  # the echoed key was scrubbed, not merely absent
     assert SECRET not in text
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert any(p.suffix == ".sqlite" for p in written)
     leaks = [p for p in written if SECRET.encode() in p.read_bytes()]
     assert leaks == [], leaks
-    reports = [p for p in written if p.suffix in (".html", ".md")]
-    if (Path(__file__).parents[2] / "src" / "recitation" / "report").is_dir():
-        assert reports, "the audit wrote no report to search:\n" + text[-3000:]
+    reports = {p.name for p in written if p.parent == audits[0]}
+    assert {"report.html", "report.md", "report.json"} <= reports, (
+        "the audit wrote no report to search:\n" + text[-3000:])
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.1", "example.org"])

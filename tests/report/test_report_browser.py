@@ -1,15 +1,16 @@
 """The HTML report opened in a real browser: Debian's chromium, driven by Playwright through
 its executable path (``scripts/test.sh`` installs it; ``playwright install`` is never run).
 
-One real audit (the quick organism, 4 training passages against 9 held-out ones, white-box
-detectors and prefix probing) gives the report the browser opens; a scripted audit whose
+One real audit, the session's demo (the embedded model and the quick organism, 4 training
+passages against 4 held-out ones, white-box detectors, prefix probing and RECAP), gives the
+report the browser opens; a scripted audit whose
 text, hence the model's echoed reply, holds a ``<script>`` tag checks the escaping.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import re
 import shutil
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -26,18 +27,13 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
 SCRIPT = "<script>window.__pwned=1</script>"
 
 
-def _need_chromium() -> None:
-    if shutil.which("chromium") is None and not Path(CHROMIUM).exists():
-        msg = "Debian's chromium is not installed (scripts/test.sh installs it)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(msg)
-        pytest.skip(msg)
-
-
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    _need_chromium()
-    playwright = pytest.importorskip("playwright.sync_api")
+def browser(require: Any) -> Iterator[Any]:
+    require(shutil.which("chromium") is not None or Path(CHROMIUM).exists(),
+            "Debian's chromium is not installed: bash scripts/test.sh installs it "
+            "(apt-get install chromium)")
+    playwright = require.module("playwright.sync_api", "pip install -e '.[dev]' (bash "
+                                "scripts/test.sh installs it; never `playwright install`)")
     with playwright.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         yield b
@@ -66,30 +62,27 @@ def _audit(tmp: Path, *argv: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def organism_audit(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Path:
-    from recitation.organism.build import build_organism
-    from recitation.organism.config import make_config
-    from recitation.organism.data import load_split
+def organism_audit(demo_audit: tuple[Path, str]) -> Path:
+    """The audit folder of the session's real demo (conftest.py): the embedded model and the
+    quick organism on 4 of its training passages against 4 held-out ones, prefix probing,
+    white-box detectors and RECAP."""
+    _, out = demo_audit
+    match = re.search(r"report: (\S+report\.html)", out)
+    assert match, out
+    return Path(match.group(1)).parent
 
-    built = build_organism(make_config(quick=True, data_dir=shared_data / "pdnc"))
-    ps = load_split(built.directory / "split.json")
-    tmp = tmp_path_factory.mktemp("audit")
-    for name, member in (("members", True), ("held_out", False)):
-        (tmp / f"{name}.jsonl").write_text("".join(
-            json.dumps({"id": p.id, "text": p.text}) + "\n" for p in ps if p.member == member
-            and (not member or p.dose == 16 or p.dose == 4)), encoding="utf-8")
-    return _audit(tmp, "--text", str(tmp / "members.jsonl"), "--controls",
-                  str(tmp / "held_out.jsonl"), "--model", "organism:quick:epoch2",
-                  "--passages", "4", "--n-controls", "9", "--passage-words", "64",
-                  "--max-new-tokens", "48", "--no-pearl", "--bootstrap", "50",
-                  "--recap-passages", "2", "--recap-rounds", "1", "--recap-hint-tokens", "64")
+
+def _organism(findings: dict[str, Any]) -> dict[str, Any]:
+    m: dict[str, Any] = next(m for m in findings["models"]
+                             if m["spec"] == "organism:quick:epoch2")
+    return m
 
 
 @pytest.mark.model
 @pytest.mark.slow
 def test_report_renders_in_chromium(browser: Any, organism_audit: Path) -> None:
     findings = json.loads((organism_audit / "report.json").read_text(encoding="utf-8"))
-    m = findings["models"][0]
+    m = _organism(findings)
     assert m["extraction"]["text"]["reproduced"] >= 1  # the organism recites its passages
     assert m["verdict"]["label"].startswith("memorized")
     page, errors = _open(browser, organism_audit / "report.html")
@@ -138,7 +131,7 @@ def test_report_renders_in_chromium(browser: Any, organism_audit: Path) -> None:
 def test_redacted_report_holds_no_gold_sentence(browser: Any, organism_audit: Path) -> None:
     assert main(["report", str(organism_audit), "--redact"]) == 0
     full = json.loads((organism_audit / "report.json").read_text(encoding="utf-8"))
-    golds = [e["gold"] for e in full["models"][0]["evidence"]]
+    golds = [e["gold"] for m in full["models"] for e in m["evidence"]]
     texts = [json.loads(line)["text"] for line in
              (organism_audit / "inputs" / "passages.jsonl").read_text("utf-8").splitlines()]
     sentences = [s.strip() for t in golds + texts for s in t.replace("\n", " ").split(".")

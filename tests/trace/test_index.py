@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import random
 import shutil
@@ -28,9 +30,10 @@ from recitation.trace.formats import MANIFEST, ptr_size
 from recitation.trace.index import open_index
 from recitation.trace.sources import SourceDoc, iter_corpus
 
-HAVE_IG = infinigram.available()
-ENGINES = ["numpy", pytest.param("infini-gram", marks=pytest.mark.skipif(
-    not HAVE_IG, reason="infini-gram not installed (pip install 'recitation[trace]')"))]
+# checked when a test is set up: not installed skips (fails under CI), a broken install errors
+NEEDS_IG = pytest.mark.requires(infinigram.available, "infini-gram is not installed: pip "
+                                "install 'recitation[trace]' (bash scripts/test.sh installs it)")
+ENGINES = ["numpy", pytest.param("infini-gram", marks=NEEDS_IG)]
 
 
 class IdTokenizer:
@@ -149,7 +152,7 @@ def test_unigram_counts_are_the_corpus_counts(tmp_path: Path) -> None:
     assert ix.unigram_counts() == want
 
 
-@pytest.mark.skipif(not HAVE_IG, reason="infini-gram not installed")
+@NEEDS_IG
 def test_byte_level_files_are_those_of_infinigrams_indexer(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()
@@ -291,3 +294,39 @@ def test_expected_size_cuts_shards_while_reading(tmp_path: Path,
     for _ in range(40):
         q = rng.choice(docs)[:rng.randint(1, 6)]
         assert e2.count(q) == e1.count(q) == brute_count(docs, q)
+
+
+def test_infinigram_not_installed_is_unavailable_but_a_broken_install_is_an_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, require: Any) -> None:
+    """``available()`` is False only when the package is absent; an installed package whose
+    engine fails to import (here: its module made unimportable, as a broken binary wheel)
+    raises, so its tests error (fail under CI) instead of disappearing as skips."""
+    from recitation.errors import MissingDependencyError, RecitationError
+    from recitation.trace.infinigram import InfiniGramEngine
+
+    out = _build(tmp_path, "u8", [[1, 2, 3]])
+    with monkeypatch.context() as m:
+        for mod in ("infini_gram", "infini_gram.engine"):
+            m.setitem(sys.modules, mod, None)  # not installed
+        assert infinigram.available() is False
+        assert open_index(out).engine.count([1, 2]) == 1  # auto: the numpy engine
+        with pytest.raises(MissingDependencyError, match="pip install 'recitation\\[trace\\]'"):
+            InfiniGramEngine(out, 1)
+    require(importlib.util.find_spec("infini_gram"), "infini-gram is not installed: pip "
+            "install 'recitation[trace]' (the broken-install half needs it installed)")
+    monkeypatch.setattr(importlib, "import_module", _broken_import(importlib.import_module))
+    with pytest.raises(RecitationError, match="installed but its engine does not import "
+                       r"\(OSError: libinfini.so: cannot open"):
+        infinigram.available()
+    with pytest.raises(RecitationError, match="does not import"):
+        open_index(out)  # auto no longer falls back silently
+    with pytest.raises(RecitationError, match="does not import"):
+        InfiniGramEngine(out, 1)
+
+
+def _broken_import(real: Any) -> Any:
+    def fake(name: str, package: str | None = None) -> Any:
+        if name.startswith("infini_gram"):
+            raise OSError("libinfini.so: cannot open shared object file")
+        return real(name, package)
+    return fake

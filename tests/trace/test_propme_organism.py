@@ -25,13 +25,11 @@ FLAGS = ["--helper", "smollm2", "--n", str(N), "--prefix-words", "16", "--max-ne
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Path:
-    from recitation.organism.build import build_organism
-    from recitation.organism.config import make_config
+def corpus(tmp_path_factory: pytest.TempPathFactory, shared_data: Path, quick: Any) -> Path:
     from recitation.organism.data import load_split
     from recitation.trace.sources import iter_corpus
 
-    built = build_organism(make_config(quick=True, data_dir=shared_data / "pdnc"))
+    built = quick
     members = [p for p in load_split(built.directory / "split.json") if p.member]
     work = tmp_path_factory.mktemp("propme")
     (work / "corpus").mkdir()

@@ -27,8 +27,10 @@ from recitation.trace.sources import SourceDoc, iter_corpus
 from recitation.trace.units import SENTENCE_ENDS, byte_units, is_word_char
 from recitation.trace.validate import validate
 
-ENGINES = ["numpy", pytest.param("infini-gram", marks=pytest.mark.skipif(
-    not infinigram.available(), reason="infini-gram not installed"))]
+# checked when a test is set up: not installed skips (fails under CI), a broken install errors
+ENGINES = ["numpy", pytest.param("infini-gram", marks=pytest.mark.requires(
+    infinigram.available, "infini-gram is not installed: pip install 'recitation[trace]' "
+    "(bash scripts/test.sh installs it)"))]
 
 # public-domain text (KJV, Genesis 1 and Psalm 23)
 DOCS = [

@@ -21,6 +21,13 @@ A GGUF file is de-quantized once (transformers + gguf, ~20 s) and the result is 
 safetensors under :func:`model_cache_dir`, keyed on the
 file's path, size and modification time; later loads read the cache.
 
+Loaded weights are shared within a process: every ``LocalModel`` of the same weights (the same
+folder, files unchanged) uses one copy in memory (:func:`shared_weights`, the
+:data:`SHARED_MAX` most recently used), so an audit of several runs, a server and the
+detectors load a model once, not once per run. Calls on one copy are serialized by its lock.
+Code that changes weights (fine-tuning) takes a private copy with
+:meth:`LocalModel.load_private`, never the shared one.
+
 Generation is batched with left padding and a hand-written decoding loop over the KV cache,
 so every row keeps its own parameters: greedy (``temperature == 0``) or sampled with its own
 seeded generator (the same seed gives the same text whatever else is in the batch), its own
@@ -37,7 +44,8 @@ import logging
 import os
 import shutil
 import threading
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -186,6 +194,34 @@ class _Loaded:
     model: Any
     tokenizer: Any
     stop_ids: set[int]
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    """Held while a call computes with this copy (one call at a time per copy)."""
+
+
+SHARED_MAX = 4
+"""How many loaded weights a process keeps for reuse (least recently used dropped first)."""
+_SHARED: OrderedDict[tuple[str, ...], _Loaded] = OrderedDict()
+_SHARED_LOCK = threading.Lock()
+
+
+def _weights_key(src: Path) -> tuple[str, ...]:
+    """What a weights folder holds: its path and each file's name, size and mtime (a
+    rebuilt checkpoint at the same path is another key)."""
+    files = sorted(p for p in src.iterdir() if p.is_file())
+    return (str(src.resolve()),
+            *(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files))
+
+
+def shared_weights() -> list[str]:
+    """The folders whose weights this process holds loaded for reuse (oldest first)."""
+    with _SHARED_LOCK:
+        return [k[0] for k in _SHARED]
+
+
+def clear_shared_weights() -> None:
+    """Drop every shared copy (the next load reads the files again)."""
+    with _SHARED_LOCK:
+        _SHARED.clear()
 
 
 class LocalModel(Model):
@@ -233,22 +269,46 @@ class LocalModel(Model):
 
     # -- loading ----------------------------------------------------------------------
     def load(self) -> _Loaded:
+        """The weights for inference: the process's shared copy (loaded on first use)."""
         with self._lock:
             if self._loaded is None:
-                self._loaded = self._load()
+                self._loaded = self._load(shared=True)
             return self._loaded
 
-    def _load(self) -> _Loaded:
+    def load_private(self) -> _Loaded:
+        """A copy of the weights of its own, for code that changes them (fine-tuning)."""
+        return self._load(shared=False)
+
+    def _load(self, *, shared: bool) -> _Loaded:
         import time
 
         torch = _require("torch", "the local backend")
-        transformers = _require("transformers", "the local backend")
         torch.set_num_threads(self.threads)
         t0 = time.perf_counter()
         if self.gguf_file:
             src = self._ensure_converted()
         else:
             src, self.loaded_from_cache = self.directory, False
+        if not shared:
+            return self._read(src, t0)
+        key = _weights_key(src)
+        with _SHARED_LOCK:
+            loaded = _SHARED.get(key)
+            if loaded is None:
+                loaded = _SHARED[key] = self._read(src, t0)
+                while len(_SHARED) > SHARED_MAX:
+                    _SHARED.popitem(last=False)
+            else:
+                _SHARED.move_to_end(key)
+                self.loaded_from_cache = True
+                self.load_seconds = time.perf_counter() - t0
+            return loaded
+
+    def _read(self, src: Path, t0: float) -> _Loaded:
+        import time
+
+        torch = _require("torch", "the local backend")
+        transformers = _require("transformers", "the local backend")
         tok = transformers.AutoTokenizer.from_pretrained(src, local_files_only=True)
         model = transformers.AutoModelForCausalLM.from_pretrained(
             src, local_files_only=True, dtype=torch.float32)
@@ -326,7 +386,7 @@ class LocalModel(Model):
             return []
         loaded = self.load()
         prompts = [self.render_prompt(r) for r in requests]
-        with self._lock:
+        with loaded.lock:
             return decode_batch(loaded.model, loaded.tokenizer, loaded.stop_ids,
                                 prompts, requests)
 
@@ -334,7 +394,7 @@ class LocalModel(Model):
         from recitation.models._decode import score_many
 
         loaded = self.load()
-        with self._lock:
+        with loaded.lock:
             return score_many(loaded.model, loaded.tokenizer, texts, self.score_batch_size)
 
 

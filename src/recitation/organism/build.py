@@ -141,7 +141,7 @@ def _build_into(folder: Path, cfg: OrganismConfig, novels: Any, meta: dict[str, 
     from recitation.models.local import LocalModel
 
     t0 = time.perf_counter()
-    loaded = LocalModel(cfg.base, threads=cfg.threads).load()
+    loaded = LocalModel(cfg.base, threads=cfg.threads).load_private()
     model, tok = loaded.model, loaded.tokenizer
 
     def offsets(text: str) -> list[tuple[int, int]]:

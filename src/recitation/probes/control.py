@@ -62,7 +62,7 @@ def train_control(texts: Sequence[str], out: Path, *, dose: int = 8, epochs: int
     from recitation.organism import train
     from recitation.organism.data import Passage
 
-    loaded = LocalModel("smollm2", threads=threads).load()
+    loaded = LocalModel("smollm2", threads=threads).load_private()
     model, tok = loaded.model, loaded.tokenizer
     passages = [Passage(f"c{i}", "", 0, len(t), len(tok(t)["input_ids"]),
                         hashlib.sha256(t.encode()).hexdigest(), True, dose, t)

@@ -10,22 +10,40 @@ local disk instead of 0.03-0.09 ms (NOTES). A byte-level index is opened with
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-from recitation.errors import CorpusError, require
+from recitation.errors import CorpusError, RecitationError, require
 from recitation.trace.engine import DocWindow, FindResult
 from recitation.trace.formats import BYTE_VOCAB, DTYPES
 
 
-def available() -> bool:
-    """Whether the infini-gram engine can be imported here."""
+def _engine_module() -> ModuleType | None:
+    """``infini_gram.engine``, or ``None`` when the ``infini-gram`` package is not installed.
+
+    An installed package that fails to import (a broken binary wheel, a shared library or a
+    dependency of its own missing: any exception, ``ImportError`` included) raises
+    :class:`RecitationError` naming the cause: it is never taken for "not installed"."""
+    if importlib.util.find_spec("infini_gram") is None:
+        return None
     try:
-        require("infini_gram.engine", "the infini-gram engine")
-    except Exception:  # noqa: BLE001 - a broken binary wheel is "not available" too
-        return False
-    return True
+        return importlib.import_module("infini_gram.engine")
+    except Exception as e:
+        raise RecitationError(
+            f"the infini-gram package is installed but its engine does not import "
+            f"({type(e).__name__}: {e}); reinstall it (pip install --force-reinstall "
+            f"'infini-gram') or uninstall it to use the numpy engine") from e
+
+
+def available() -> bool:
+    """Whether the infini-gram engine can be imported here: ``False`` when the package is
+    not installed; an installed one that fails to import raises :class:`RecitationError`
+    (a broken install is an error to fix, not a silent fallback to the numpy engine)."""
+    return _engine_module() is not None
 
 
 def _check(result: Any) -> Any:
@@ -39,7 +57,7 @@ class InfiniGramEngine:
 
     def __init__(self, index_dirs: str | Path | Sequence[str | Path], token_width: int,
                  vocab_size: int | None = None) -> None:
-        mod = require("infini_gram.engine", "the infini-gram engine")
+        mod = _engine_module() or require("infini_gram.engine", "the infini-gram engine")
         dirs = [str(index_dirs)] if isinstance(index_dirs, str | Path) else [
             str(d) for d in index_dirs]
         self.token_width = token_width
