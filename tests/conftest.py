@@ -119,6 +119,29 @@ def pytest_make_collect_report(
     return report
 
 
+MODEL_FIXTURES = ("local_model", "quick", "demo_audit")
+"""Fixtures that load (or build) a real model: a test using one is marked ``model``."""
+
+
+@pytest.fixture(autouse=True)
+def _model_marker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ``model`` marker says what it means: a test not marked ``model`` that loads real
+    weights in this process (or asks for a fixture that does) fails, naming the marker."""
+    if request.node.get_closest_marker("model") is not None:
+        return
+    used = [f for f in MODEL_FIXTURES if f in request.fixturenames]
+    if used:
+        pytest.fail(f"{request.node.nodeid} uses {used} (a real model) but is not marked "
+                    "'model': add @pytest.mark.model", pytrace=False)
+    from recitation.models.local import LocalModel
+
+    def refuse(self: LocalModel, *, shared: bool) -> None:
+        pytest.fail(f"{request.node.nodeid} loads the real model {self.spec!r} but is not "
+                    "marked 'model': add @pytest.mark.model", pytrace=False)
+
+    monkeypatch.setattr(LocalModel, "_load", refuse)
+
+
 def data_dir() -> Path:
     return Path(os.environ.get("RECITATION_DATA", REPO.parent / "shared" / "data"))
 

@@ -4,7 +4,9 @@ equal those of an uninterrupted run, and no answered request is sent again.
 
 The kill point is not a time: the server holds every request from the k-th on (k drawn from a
 seeded RNG), the test waits until the client is blocked on one, and kills it there. The run
-is a forked child of the test process (fork: no interpreter start-up per trial); the target
+is a child forked from multiprocessing's fork server (a clean single-threaded process with
+recitation imported: no interpreter start-up per trial, and no lock inherited from this
+process's threads, such as the HTTP server's, which once left a plain fork waiting); the target
 is the scripted model behind a real HTTP server (openai backend), since what is tested here
 is resume, not the model.
 """
@@ -43,8 +45,18 @@ def responder(req: GenerationRequest) -> str:
     return "Yes" if system.startswith(prompts.VERIFIER_SYSTEM) else echo_responder(req)
 
 
-def _child(argv: list[str]) -> None:
+def _child(argv: list[str], env: dict[str, str]) -> None:
+    """The run, in the environment of the test that started it (the fork server was started
+    by an earlier test, with that test's environment)."""
+    os.environ.clear()
+    os.environ.update(env)
     os._exit(main(argv))
+
+
+def _fork_server() -> Any:
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["recitation.cli"])
+    return ctx
 
 
 class Gate:
@@ -87,8 +99,8 @@ def killed_then_resumed(argv: Callable[[Path, str], list[str]], server: ServerHa
     """Run ``argv`` in a forked child, SIGKILL it once it waits on request ``at``, resume."""
     start, done_before = len(server.received), len(server.completed)
     gate.at = start + at
-    fork = multiprocessing.get_context("fork")
-    child = fork.Process(target=_child, args=(argv(runs, server.url),))
+    child = _fork_server().Process(target=_child, args=(argv(runs, server.url),
+                                                        dict(os.environ)))
     child.start()
     try:
         # generous bounds, not timing: CI runs this beside CPU-bound processes (a 120 s bound
