@@ -192,8 +192,9 @@ def quick(shared_data: Path):  # type: ignore[no-untyped-def]
 
 
 def run_demo(work: Path, shared: Path, *extra: str) -> str:
-    """``recitation demo --limit 4`` in a process of its own, its response cache and runs
-    under ``work``; its output (a non-zero exit fails the test with the output)."""
+    """``recitation demo --limit 4 --recap-passages 1`` in a process of its own, its response
+    cache and runs under ``work``; its output (a non-zero exit fails the test with the
+    output). RECAP on one passage of each group: RECAP is most of the demo's time."""
     import subprocess
     import sys
 
@@ -202,7 +203,7 @@ def run_demo(work: Path, shared: Path, *extra: str) -> str:
     env = dict(os.environ, RECITATION_CACHE_DIR=str(work / "cache"), COLUMNS="200",
                RECITATION_DATA=str(shared), RECITATION_MODEL_CACHE_DIR=str(model_cache_dir()))
     p = subprocess.run([sys.executable, "-m", "recitation.cli", "demo", "--limit", "4",
-                        "--runs-dir", str(work / "runs"), *extra],
+                        "--recap-passages", "1", "--runs-dir", str(work / "runs"), *extra],
                        env=env, capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stdout + p.stderr
     return p.stdout

@@ -39,6 +39,6 @@ def test_demo_twice_second_from_cache(demo_audit: tuple[Path, str], shared_data:
     # per model: prefix probing, RECAP on text and on controls, detect
     assert len(calls) == 8 and all(b == "0" and int(c) > 0 for b, c in calls), second
     recap = findings["models"][1]["recap"]["groups"]
-    assert recap["text"]["final"]["n"] == 2 and len(recap["text"]["rounds"]) == 3
+    assert recap["text"]["final"]["n"] == 1 and len(recap["text"]["rounds"]) == 3
     assert second.split("Audit verdict")[1].split("report:")[0] == \
         first.split("Audit verdict")[1].split("report:")[0]  # the same verdicts

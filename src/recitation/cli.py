@@ -30,7 +30,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
                   "against 15 held-out passages of the same novels")
     console.print("building or reusing the quick organism (about 2 min the first time)")
     folder = create_demo(args.model, limit=args.limit, pearl=args.pearl,
-                         cache=not args.no_cache, runs_dir=args.runs_dir)
+                         cache=not args.no_cache, runs_dir=args.runs_dir,
+                         recap_passages=args.recap_passages)
     return finish_audit(folder)
 
 
@@ -113,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "passages (default: all 15 and 15)")
     p.add_argument("--pearl", action="store_true", help="also run PEARL (black-box; about "
                    "3 min per model on 2 CPU cores)")
+    p.add_argument("--recap-passages", type=int, default=None, metavar="N",
+                   help="RECAP on N passages of each group (default: 3, or half of --limit; "
+                   "0: no RECAP)")
     p.add_argument("--no-cache", action="store_true", help="do not use the response cache")
     p.set_defaults(func=cmd_demo)
 

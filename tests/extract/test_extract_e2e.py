@@ -126,6 +126,7 @@ def _run_job(params: dict[str, Any], model: dict[str, Any], runs: Path) -> list[
         return sorted(store.results("extract"))
 
 
+@pytest.mark.model
 @pytest.mark.slow
 def test_embedded_direct_equals_served(shared_data: Path, tmp_path: Path, local_model: Any,
                                        monkeypatch: pytest.MonkeyPatch) -> None:

@@ -180,6 +180,7 @@ class _Recorder(Model):
         return gens
 
 
+@pytest.mark.model
 @pytest.mark.slow
 async def test_pdnc_chapter_with_the_embedded_model(shared_data: Path, local_model: Any) -> None:
     """The real SmolLM2 as helper: valid covering events or a recorded fallback, no crash.

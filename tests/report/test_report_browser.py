@@ -99,7 +99,8 @@ def test_report_renders_in_chromium(browser: Any, organism_audit: Path) -> None:
     assert errors == []
 
     ev = next(e for e in m["evidence"] if e["highlights"])
-    sel = f'details.evidence[data-id="{ev["id"]}"]'
+    model = f'[data-model="{m["spec"]}"]'  # both models of the demo have evidence
+    sel = f'details.evidence{model}[data-id="{ev["id"]}"]'
     assert page.eval_on_selector(sel, "d => d.open") is False
     page.click(f"{sel} > summary")
     assert page.eval_on_selector(sel, "d => d.open") is True
@@ -115,7 +116,8 @@ def test_report_renders_in_chromium(browser: Any, organism_audit: Path) -> None:
 
     # RECAP's evidence: the gold passage's classes (first / after feedback / lost) as computed
     rec = m["recap"]["evidence"][0]
-    sel = f'details.evidence.recap[data-id="{rec["id"]}"][data-group="{rec["group"]}"]'
+    sel = (f'details.evidence.recap{model}[data-id="{rec["id"]}"]'
+           f'[data-group="{rec["group"]}"]')
     page.click(f"{sel} > summary")
     assert page.eval_on_selector(sel, "d => d.open") is True
     shown = page.eval_on_selector_all(f"{sel} pre.gold mark", """ms => ms.map(m =>

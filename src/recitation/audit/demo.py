@@ -44,13 +44,17 @@ def demo_inputs(out: Path) -> tuple[Path, Path]:
 
 
 def create_demo(base: str, *, limit: int = 0, pearl: bool = False, cache: bool = True,
-                runs_dir: Path | None = None) -> Path:
+                runs_dir: Path | None = None, recap_passages: int | None = None) -> Path:
+    """The demo audit, created (not run). RECAP runs on ``recap_passages`` passages of each
+    group (default: 3, or half of ``limit`` and at least 1)."""
     runs = runs_dir or default_runs_dir()
     text, controls = demo_inputs(runs / "demo-inputs")
+    if recap_passages is None:
+        recap_passages = min(3, max(1, limit // 2)) if limit else 3
     settings = AuditSettings(passages=limit, controls=limit, passage_words=64,
                              max_new_tokens=40, pearl=pearl, target_fpr=0.1,
                              n_bootstrap=200, cache=cache,
-                             recap_passages=min(3, max(1, limit // 2)) if limit else 3,
+                             recap_passages=recap_passages,
                              recap_rounds=2, recap_hint_tokens=128)
     return create_audit([str(text)], [base, ORGANISM], [str(controls)], settings,
                         runs_dir=runs, name="demo", controls_reason=CONTROLS_REASON)
