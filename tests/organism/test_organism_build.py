@@ -106,6 +106,10 @@ def test_same_seed_same_numbers(shared_data: Path, tmp_path: Path) -> None:
     assert (a.directory / "split.json").read_bytes() == (b.directory / "split.json").read_bytes()
     assert numbers(c)[1:] != numbers(a)[1:]
     assert c.manifest["fingerprint"] != a.manifest["fingerprint"]
+    # epoch 0 is the base model, stored once and linked into each organism (no copy each)
+    weights = [r.directory / "epoch0" / "model.safetensors" for r in (a, b, c)]
+    assert len({w.stat().st_ino for w in weights}) == 1 and weights[0].stat().st_nlink >= 4
+    assert numbers(c)[0] == numbers(a)[0]
 
 
 def test_lora_organism_builds_merged_and_learns(shared_data: Path, tmp_path: Path) -> None:

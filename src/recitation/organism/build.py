@@ -154,7 +154,7 @@ def _build_into(folder: Path, cfg: OrganismConfig, novels: Any, meta: dict[str, 
     passages = split_passages(cfg, novels, offsets, count)
     save_split(folder / SPLIT, passages, meta | {"name": cfg.name,
                                                  "config": cfg.model_dump(mode="json")})
-    epochs = _train(folder, cfg, model, tok, passages, on_epoch)
+    epochs = _train(folder, cfg, model, tok, passages, on_epoch, meta["base"])
     return meta | {
         "name": cfg.name, "config": cfg.model_dump(mode="json"), "versions": _versions(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "split": split_summary(passages),
@@ -162,15 +162,48 @@ def _build_into(folder: Path, cfg: OrganismConfig, novels: Any, meta: dict[str, 
         "epochs": epochs, "build_seconds": round(time.perf_counter() - t0, 1)}
 
 
+def base_checkpoint(model: Any, tok: Any, target: Path, base: dict[str, Any]) -> str:
+    """Epoch 0, the unchanged base model: saved once per base model (and torch /
+    transformers versions) under the model cache's ``base-checkpoints/``, then hard-linked
+    into ``target`` (copied where the file system cannot link), so organisms do not each
+    write a copy of it. Returns its weights' digest (:func:`train.state_digest`)."""
+    from recitation.models.local import model_cache_dir
+
+    key = digest({"format": FORMAT, "base": base, "versions": _versions()})[:16]
+    shared = model_cache_dir() / "base-checkpoints" / key
+    if not (shared / "digest.txt").is_file():
+        tmp = shared.with_name(f".{key}.tmp{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        train.save_checkpoint(model, tok, tmp, lora=False)
+        (tmp / "digest.txt").write_text(train.state_digest(model) + "\n", "utf-8")
+        try:
+            os.replace(tmp, shared)
+        except OSError:  # another build saved it first: use that one
+            shutil.rmtree(tmp, ignore_errors=True)
+    target.mkdir(parents=True)
+    for f in sorted(shared.iterdir()):
+        if f.name != "digest.txt":
+            try:
+                os.link(f, target / f.name)
+            except OSError:
+                shutil.copy2(f, target / f.name)
+    return (shared / "digest.txt").read_text("utf-8").strip()
+
+
 def _train(folder: Path, cfg: OrganismConfig, model: Any, tok: Any,
-           passages: list[Passage], on_epoch: EpochCallback | None) -> list[dict[str, Any]]:
+           passages: list[Passage], on_epoch: EpochCallback | None,
+           base: dict[str, Any]) -> list[dict[str, Any]]:
     epochs: list[dict[str, Any]] = []
 
     def checkpoint(epoch: int, loss: float | None, seconds: float) -> None:
-        train.save_checkpoint(model, tok, folder / f"epoch{epoch}",
-                              lora=cfg.lora and epoch > 0)
+        path = folder / f"epoch{epoch}"
+        if epoch == 0:
+            weights = base_checkpoint(model, tok, path, base)
+        else:
+            train.save_checkpoint(model, tok, path, lora=cfg.lora)
+            weights = train.state_digest(model)
         epochs.append({"epoch": epoch, "train_loss": loss, "seconds": round(seconds, 1),
-                       "digest": train.state_digest(model)})
+                       "digest": weights})
         log.info("organism %s: epoch %d loss %s (%.0f s)", cfg.name, epoch, loss, seconds)
         if on_epoch is not None:
             on_epoch(epoch, loss, seconds)
