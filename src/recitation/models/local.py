@@ -207,21 +207,14 @@ _SHARED_LOCK = threading.Lock()
 def _weights_key(src: Path) -> tuple[str, ...]:
     """What a weights folder holds: its path and each file's name, size and mtime (a
     rebuilt checkpoint at the same path is another key)."""
-    files = sorted(p for p in src.iterdir() if p.is_file())
-    return (str(src.resolve()),
-            *(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files))
+    stats = sorted((p.name, p.stat()) for p in src.iterdir() if p.is_file())
+    return (str(src.resolve()), *(f"{n}:{st.st_size}:{st.st_mtime_ns}" for n, st in stats))
 
 
 def shared_weights() -> list[str]:
     """The folders whose weights this process holds loaded for reuse (oldest first)."""
     with _SHARED_LOCK:
         return [k[0] for k in _SHARED]
-
-
-def clear_shared_weights() -> None:
-    """Drop every shared copy (the next load reads the files again)."""
-    with _SHARED_LOCK:
-        _SHARED.clear()
 
 
 class LocalModel(Model):
