@@ -129,12 +129,21 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 # -- the HTTP layer ---------------------------------------------------------------------
 def _peer_closed(sock: socket.socket) -> bool:
-    """True when the client has closed its end (EOF or reset) — it will read no answer."""
+    """True when the client has closed its end (EOF or reset) — it will read no answer.
+
+    Never blocks. It is called on other threads' connections (:meth:`_Recorder.enter`),
+    whose owner may read the bytes that made the socket readable before the peek runs: a
+    blocking peek then waited, holding the recorder's lock, until that client gave up
+    (every request stalled for the client's timeout, then was sent again). ``poll``, not
+    ``select``: ``select`` cannot watch a descriptor numbered 1024 or more."""
     try:
-        readable, _, _ = select.select([sock], [], [], 0)
-        if not readable:
+        poller = select.poll()
+        poller.register(sock, select.POLLIN | select.POLLPRI)
+        if not poller.poll(0):
             return False
-        return sock.recv(1, socket.MSG_PEEK) == b""
+        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except (BlockingIOError, InterruptedError):  # the bytes were read meanwhile: still there
+        return False
     except (OSError, ValueError):
         return True
 

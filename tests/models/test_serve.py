@@ -216,6 +216,73 @@ def test_client_timing_out_during_a_hang_is_not_completed() -> None:
         assert h.completed == [] and len(h.received) == 1
 
 
+def test_peer_check_never_blocks_when_the_bytes_were_read_meanwhile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The race behind a stalled request: poll says a connection is readable, then its
+    owner thread reads those bytes before the peek. The check must answer "still there"
+    at once; a blocking peek waited (holding the server's request lock) until the client
+    timed out. Poll (and select) are faked as readable on a socket with nothing to read."""
+    import select
+    import socket
+
+    from recitation import serve
+
+    class ReadablePoll:
+        def register(self, *_a: Any) -> None: ...
+
+        def poll(self, *_a: Any) -> list[tuple[int, int]]:
+            return [(0, select.POLLIN)]
+
+    a, b = socket.socketpair()
+    with a, b:
+        monkeypatch.setattr(serve.select, "poll", ReadablePoll)
+        monkeypatch.setattr(serve.select, "select", lambda r, w, x, *_a: (r, [], []))
+        answer: list[bool] = []
+        t = threading.Thread(target=lambda: answer.append(serve._peer_closed(a)), daemon=True)
+        t.start()
+        t.join(30)
+        assert answer == [False], "the check blocked on a socket with nothing to read"
+        monkeypatch.undo()
+        b.sendall(b"x")  # data waiting: open; peer closed: closed
+        assert serve._peer_closed(a) is False and a.recv(1) == b"x"
+        b.close()
+        assert serve._peer_closed(a) is True
+
+
+def test_answers_on_descriptors_above_1024() -> None:
+    """A process with more than 1024 files open (a long test session, a busy server): the
+    server's "has the client gone?" check used select(), which cannot watch a descriptor
+    numbered 1024 or more, so every reply on such a connection was dropped (the client saw
+    a disconnect and retried). With every descriptor below 1100 taken, each answer arrives
+    and counts as completed, and a client that leaves during a hang is still noticed."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"the hard limit on open files ({hard}) is below 1200")
+    if soft != resource.RLIM_INFINITY and soft < 1200:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1200, hard))
+    held: list[int] = []
+    try:
+        while not held or held[-1] < 1100:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        with start_server(ScriptedModel(), fault_hook=lambda i: (
+                FaultAction.hang() if i.body and i.body.get("prompt") == "hang" else None)) as h:
+            for _ in range(3):
+                r = post(h, "/v1/completions", {"prompt": "x y", "max_tokens": 1})
+                assert r.status_code == 200, r.text
+            assert len(h.completed) == 3 and h.aborted == []
+            with pytest.raises(httpx.ReadTimeout):
+                httpx.post(f"{h.url}/completions", json={"prompt": "hang", "max_tokens": 1},
+                           timeout=0.2)
+            wait_for(lambda: len(h.aborted) == 1)
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
 CLIENT = textwrap.dedent("""
     import sys, httpx
     httpx.post(sys.argv[1] + "/completions", json={"prompt": "a b c", "max_tokens": 2},

@@ -78,7 +78,8 @@ def test_fake_key_never_leaves_the_request(tmp_path: Path) -> None:
         assert exit_code(out) == 4, shown(out)
         assert "status: incomplete items: 2/4" in " ".join(out.split()), shown(out)
         bodies = [json.dumps(r.body or {}) for r in server.received]
-        assert sum("Shem" in b for b in bodies) == 2 and sum("Ham" in b for b in bodies) == 1
+        assert sum("Shem" in b for b in bodies) == 2 and sum("Ham" in b for b in bodies) == 1, (
+            bodies, shown(out))
         # the audit's passages (KJV famous-long) trigger no fault: every run completes -> 0
         out = cli(["audit", "--model", spec, "--text", "kjv:famous-long",
                    "--passages", "2", "--n-controls", "2", "--no-pearl",
