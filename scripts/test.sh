@@ -14,4 +14,6 @@ fi
 echo "lint: ruff check, mypy --strict"
 .venv/bin/ruff check src tests
 .venv/bin/mypy src
-exec .venv/bin/python -m pytest "$@"
+# two workers (RECITATION_TEST_WORKERS; 0: none): the real-model tests in two groups, one
+# per worker (tests/conftest.py), the other tests shared between them
+exec .venv/bin/python -m pytest -n "${RECITATION_TEST_WORKERS:-2}" --dist loadgroup "$@"

@@ -119,6 +119,36 @@ def pytest_make_collect_report(
     return report
 
 
+ORGANISM_FIXTURES = ("quick", "demo_audit", "demo_runner")
+"""Fixtures built on the quick organism: their tests share one pytest-xdist worker."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """With pytest-xdist (``-n 2 --dist loadgroup``, what scripts/test.sh runs) the
+    ``model`` tests form two groups, each run by one worker: those on the quick organism
+    (built once, audited once) and the other real-model tests. The tests without a model
+    fill the gaps on every worker."""
+    for item in items:
+        if item.get_closest_marker("model") is None:
+            continue
+        uses = getattr(item, "fixturenames", ())
+        organism = any(f in uses for f in ORGANISM_FIXTURES)
+        item.add_marker(pytest.mark.xdist_group("organism" if organism else "model"))
+
+
+def _worker_threads() -> None:
+    """Under pytest-xdist each worker's local models get the machine's cores divided by the
+    workers (``RECITATION_THREADS``, unless set): two workers at 2 threads each on a 2-core
+    machine would each wait on the other. Measured: a generation-heavy test runs at 1
+    thread nearly as fast as at 2 (docs/developing.md)."""
+    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if count and not os.environ.get("RECITATION_THREADS"):
+        os.environ["RECITATION_THREADS"] = str(max(1, (os.cpu_count() or 1) // int(count)))
+
+
+_worker_threads()
+
+
 MODEL_FIXTURES = ("local_model", "quick", "demo_audit")
 """Fixtures that load (or build) a real model: a test using one is marked ``model``."""
 

@@ -50,3 +50,15 @@ def test_bad_inputs_give_named_errors(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["resume", "no-such-run", "--runs-dir", str(tmp_path / "r")]) == 1
     assert "no run 'no-such-run'" in capsys.readouterr().err
     assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())
+
+
+def test_errors_print_paths_whole_and_brackets_as_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An error names the file as given: not broken across lines (it must copy whole, at
+    any terminal width) and square brackets not read as rich markup ("[bold]" vanished)."""
+    path = tmp_path / ("d" * 150) / "[bold]x [MASK].yaml"
+    assert main(["run", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot read config {path}: " in err, err
+    assert err.count("\n") == 1, err

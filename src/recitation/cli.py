@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from rich.markup import escape
 from rich.table import Table as RichTable
 
 from recitation import __version__
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         code: int = args.func(args)
         return code
     except RecitationError as e:
-        err_console.print(f"[red]error:[/red] {e}")
+        err_console.print(f"[red]error:[/red] {escape(str(e))}")  # "[MASK]" is not markup
         return 1
     except KeyboardInterrupt:
         err_console.print("interrupted; 'recitation resume RUN' continues where it stopped")

@@ -64,8 +64,9 @@ def test_paired_test_counts_gains_and_matches_the_binomial_tail() -> None:
 
 @pytest.mark.model
 @pytest.mark.slow
-def test_name_cloze_and_csg_rise_on_trained_novels_only(shared_data: Path,
-                                                        tmp_path: Path) -> None:
+def test_name_cloze_and_csg_rise_on_trained_novels_only(
+    shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``recitation probe control`` end to end, then its verdict in ``task analyse``: SmolLM2
     fine-tuned on Persuasion's 4 cloze passages and the passages (3 sentences either side)
     of 4 explicit quotes whose corrupted passage names the replacement before the mask;
@@ -78,6 +79,9 @@ def test_name_cloze_and_csg_rise_on_trained_novels_only(shared_data: Path,
     0 after fine-tuning at two doses: the 135M model copies the replacement name."""
     from recitation.cli import main
 
+    # trained and probed at 2 threads, as measured (the last bits of the weights depend on
+    # the reduction order), also where a test worker's share of the cores is 1
+    monkeypatch.setenv("RECITATION_THREADS", "2")
     member, other = (str(shared_data / "pdnc" / n) for n in ("Persuasion", "HardTimes"))
     out = tmp_path / "control"
     code = main(["probe", "control", "--members", member, "--others", other, "--out",

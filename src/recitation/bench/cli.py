@@ -106,6 +106,8 @@ def ensure_organism(name: str) -> None:
 
 
 def cmd_groundtruth(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
     from recitation.bench.analysis import benchmark
     from recitation.bench.tables import markdown
     from recitation.runs.console import console, err_console
@@ -114,7 +116,8 @@ def cmd_groundtruth(args: argparse.Namespace) -> int:
     if not args.analyse_only:
         ensure_organism(cfg.organism)
     out = args.out or Path("bench") / f"groundtruth-{cfg.organism}"
-    results = benchmark(cfg, out, progress=lambda msg: err_console.print(f"[dim]{msg}[/dim]"),
+    results = benchmark(cfg, out,
+                        progress=lambda msg: err_console.print(f"[dim]{escape(msg)}[/dim]"),
                         run=not args.analyse_only)
     md = markdown(results)
     (out / "results.md").write_text(md, encoding="utf-8")

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from recitation._cachedir import file_lock
 from recitation.errors import ConfigError, require
 from recitation.models.base import (
     Capabilities,
@@ -321,15 +322,26 @@ class LocalModel(Model):
         return _Loaded(model, tok, {i for i in stop_ids if i is not None})
 
     def _ensure_converted(self) -> Path:
-        import torch
-        import transformers
-
         assert self.gguf_file is not None
         gguf = self.directory / self.gguf_file
         target = _converted_dir(gguf)
         if (target / "config.json").exists():
             self.loaded_from_cache = True
             return target
+        with file_lock(target.parent, target.name):  # one process converts, others wait
+            if (target / "config.json").exists():
+                self.loaded_from_cache = True
+                return target
+            self._convert(gguf, target)
+        self.loaded_from_cache = False
+        return target
+
+    def _convert(self, gguf: Path, target: Path) -> None:
+        """De-quantize ``gguf`` into a safetensors folder ``target`` (written beside it,
+        then moved into place)."""
+        import torch
+        import transformers
+
         _require("gguf", "reading GGUF model files")
         log.info("converting %s to safetensors under %s (once)", gguf.name, target)
         tok = transformers.AutoTokenizer.from_pretrained(self.directory, gguf_file=gguf.name)
@@ -351,8 +363,6 @@ class LocalModel(Model):
         tok.save_pretrained(tmp)
         shutil.rmtree(target, ignore_errors=True)
         os.replace(tmp, target)
-        self.loaded_from_cache = False
-        return target
 
     # -- the contract -----------------------------------------------------------------
     def tokenizer(self) -> Tokenizer:

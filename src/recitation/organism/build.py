@@ -10,19 +10,18 @@ when complete, so an interrupted build never leaves a half organism behind.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from recitation._cachedir import file_lock
 from recitation.organism import train
 from recitation.organism.config import FORMAT, OrganismConfig, digest
 from recitation.organism.data import (
@@ -95,17 +94,6 @@ def up_to_date(directory: Path, fp: str) -> dict[str, Any] | None:
     return manifest
 
 
-@contextmanager
-def _locked(root: Path, name: str) -> Iterator[None]:
-    root.mkdir(parents=True, exist_ok=True)
-    with (root / f".{name}.lock").open("w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def build_organism(cfg: OrganismConfig, *, root: Path | None = None, force: bool = False,
                    on_epoch: EpochCallback | None = None) -> BuildResult:
     """Build organism ``cfg.name`` (or reuse it when up to date, unless ``force``)."""
@@ -115,7 +103,7 @@ def build_organism(cfg: OrganismConfig, *, root: Path | None = None, force: bool
     data_digest = novels_digest(novels)
     base = base_identity(cfg.base)
     fp = fingerprint(cfg, data_digest, base)
-    with _locked(root, cfg.name):
+    with file_lock(root, cfg.name):
         manifest = None if force else up_to_date(target, fp)
         if manifest is not None:
             return BuildResult(target, manifest, reused=True)

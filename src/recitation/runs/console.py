@@ -12,13 +12,16 @@ import asyncio
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table as RichTable
 
 from recitation.runs.jobs import Table
 
 console = Console(width=max(Console().width, 140))
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)
+"""Errors and notices: never wrapped (a path or a command broken across lines cannot be
+copied; the terminal wraps long lines by itself)."""
 
 EXIT = {"completed": 0, "budget_exhausted": 3, "incomplete": 4}
 """Exit code per run status (0 done, 3 budget exhausted, 4 failed items; else 1)."""
@@ -61,5 +64,5 @@ def execute_and_print(run_dir: Path, *, use_cache: bool | None = None) -> int:
         f"tokens: {s.usage.input_tokens} in / {s.usage.output_tokens} out  "
         f"cost: ${s.cost_usd:.4f}")
     if outcome.message:
-        err_console.print(f"[yellow]{outcome.message}[/yellow]")
+        err_console.print(f"[yellow]{escape(outcome.message)}[/yellow]")
     return EXIT.get(outcome.status, 1)
