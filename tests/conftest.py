@@ -123,6 +123,7 @@ ORGANISM_FIXTURES = ("quick", "demo_audit", "demo_runner")
 """Fixtures built on the quick organism: their tests share one pytest-xdist worker."""
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """With pytest-xdist (``-n 2 --dist loadgroup``, what scripts/test.sh runs) the
     ``model`` tests form two groups, each run by one worker: those on the quick organism
@@ -158,6 +159,7 @@ def _model_marker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     """The ``model`` marker says what it means: a test not marked ``model`` that loads real
     weights in this process (or asks for a fixture that does) fails, naming the marker."""
     if request.node.get_closest_marker("model") is not None:
+        _check_grouped(request)
         return
     used = [f for f in MODEL_FIXTURES if f in request.fixturenames]
     if used:
@@ -170,6 +172,18 @@ def _model_marker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
                     "marked 'model': add @pytest.mark.model", pytrace=False)
 
     monkeypatch.setattr(LocalModel, "_load", refuse)
+
+
+def _check_grouped(request: pytest.FixtureRequest) -> None:
+    """On a pytest-xdist worker with ``--dist loadgroup`` a ``model`` test carries its group
+    in its id (``...@model``), or it fails: pytest-xdist 3.8 cannot group under pytest 9.2
+    (it sets ``item._nodeid``, which pytest 9.2 no longer reads), and ungrouped model tests
+    build the organism on both workers (measured: 5 more minutes)."""
+    if request.config.getvalue("loadgroup") and "@" not in request.node.nodeid:
+        pytest.fail(f"--dist loadgroup did not group {request.node.nodeid}: pytest "
+                    f"{pytest.__version__} with this pytest-xdist cannot; install the versions "
+                    "pyproject.toml names (bash scripts/setup.sh all,dev) or run with -n 0",
+                    pytrace=False)
 
 
 def data_dir() -> Path:
@@ -253,3 +267,4 @@ def demo_audit(tmp_path_factory: pytest.TempPathFactory, shared_data: Path,
 def demo_runner() -> Callable[..., str]:
     """:func:`run_demo`, for a test that runs the demo again."""
     return run_demo
+

@@ -142,6 +142,26 @@ def test_find_and_list_runs(count_job: None, tmp_path: Path) -> None:
         assert s.get_meta("versions")["recitation"]
 
 
+def test_a_run_appears_whole(count_job: None, tmp_path: Path,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader listing the runs while one is being created (its config stored, its items
+    not yet) never sees it half-made (`runs show` read a run with no config and failed);
+    once created it is listed whole, and nothing else is left in the runs folder."""
+    seen: list[list[dict[str, Any]]] = []
+    store_inputs = runner._store_inputs
+
+    def watched(store: RunStore, *args: Any) -> None:
+        assert store.get_meta("config") is not None
+        seen.append(runner.list_runs(tmp_path))
+        store_inputs(store, *args)
+
+    monkeypatch.setattr(runner, "_store_inputs", watched)
+    run_dir = runner.create_run(config(n=2), tmp_path)
+    assert seen == [[]]  # mid-creation: no run listed
+    assert [r["run_id"] for r in runner.list_runs(tmp_path)] == [run_dir.name]
+    assert [p.name for p in tmp_path.iterdir()] == [run_dir.name]
+
+
 async def test_context_builds_a_second_model_sharing_store_and_budget(
         count_job: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from recitation.runs.config import ModelConfig

@@ -25,10 +25,12 @@ report once, stored as meta ``<job>_report``; summaries show the stored report.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import platform
 import secrets
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Coroutine
@@ -92,6 +94,22 @@ def create_run(cfg: RunConfig, runs_dir: Path | None = None) -> Path:
     runs_dir = runs_dir or default_runs_dir()
     run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{cfg.name or cfg.job}-{secrets.token_hex(3)}"
     run_dir = runs_dir / run_id
+    # built aside, then moved into place whole: a reader listing the runs meanwhile never
+    # meets a run without its config (runs_dir/.creating is not a run: no run.sqlite)
+    building = runs_dir / ".creating" / run_id
+    try:
+        _write_new_run(building, run_id, cfg, items, snapshot, prints, model_provenance)
+        os.replace(building, run_dir)
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+        with contextlib.suppress(OSError):  # left only while another run is being created
+            building.parent.rmdir()
+    return run_dir
+
+
+def _write_new_run(run_dir: Path, run_id: str, cfg: RunConfig, items: list[WorkItem],
+                   snapshot: dict[str, Any], prints: dict[str, dict[str, Any]],
+                   model_provenance: dict[str, Any]) -> None:
     with RunStore(run_dir, create=True) as store:
         store.set_meta("run_id", run_id)
         store.set_meta("config", cfg.model_dump(mode="json"))
@@ -103,7 +121,6 @@ def create_run(cfg: RunConfig, runs_dir: Path | None = None) -> Path:
         store.set_meta("model_provenance", model_provenance)
         _store_inputs(store, items, snapshot, prints)
         store.set_meta("status", "created")
-    return run_dir
 
 
 def _check_models(cfg: RunConfig, job: Job) -> dict[str, Any]:
