@@ -122,19 +122,27 @@ def pytest_make_collect_report(
 ORGANISM_FIXTURES = ("quick", "demo_audit", "demo_runner")
 """Fixtures built on the quick organism: their tests share one pytest-xdist worker."""
 
-
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """With pytest-xdist (``-n 2 --dist loadgroup``, what scripts/test.sh runs) the
     ``model`` tests form two groups, each run by one worker: those on the quick organism
     (built once, audited once) and the other real-model tests. The tests without a model
-    fill the gaps on every worker."""
+    fill the gaps on every worker. A test that names its group keeps it; one on the quick
+    organism that names the model group is moved to the end of the run."""
+    borrowed = []
     for item in items:
         if item.get_closest_marker("model") is None:
             continue
         uses = getattr(item, "fixturenames", ())
         organism = any(f in uses for f in ORGANISM_FIXTURES)
-        item.add_marker(pytest.mark.xdist_group("organism" if organism else "model"))
+        mark = item.get_closest_marker("xdist_group")
+        if mark is None:
+            item.add_marker(pytest.mark.xdist_group("organism" if organism else "model"))
+        elif organism and mark.args[:1] == ("model",):
+            borrowed.append(item)
+    if borrowed:
+        ids = {id(i) for i in borrowed}
+        items[:] = [i for i in items if id(i) not in ids] + borrowed
 
 
 def _worker_threads() -> None:

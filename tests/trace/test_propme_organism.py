@@ -61,6 +61,7 @@ def _propme(work: Path, target: str) -> dict[str, Any]:
 
 @pytest.mark.model
 @pytest.mark.slow
+@pytest.mark.xdist_group("model")  # the other worker's share (tests/conftest.py)
 def test_organism_capability_above_propensity_and_above_base(corpus: Path) -> None:
     org = _propme(corpus, "organism:quick:epoch2")
     base = _propme(corpus, "smollm2")
