@@ -187,7 +187,8 @@ def _check_grouped(request: pytest.FixtureRequest) -> None:
     in its id (``...@model``), or it fails: pytest-xdist 3.8 cannot group under pytest 9.2
     (it sets ``item._nodeid``, which pytest 9.2 no longer reads), and ungrouped model tests
     build the organism on both workers (measured: 5 more minutes)."""
-    if request.config.getvalue("loadgroup") and "@" not in request.node.nodeid:
+    # set on pytest-xdist's workers only (xdist/remote.py); absent in a plain run
+    if getattr(request.config.option, "loadgroup", False) and "@" not in request.node.nodeid:
         pytest.fail(f"--dist loadgroup did not group {request.node.nodeid}: pytest "
                     f"{pytest.__version__} with this pytest-xdist cannot; install the versions "
                     "pyproject.toml names (bash scripts/setup.sh all,dev) or run with -n 0",
