@@ -4,6 +4,7 @@ a plain ``pytest`` (what a contributor types for one test) and under pytest-xdis
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -29,7 +30,9 @@ def test_grouped_under_xdist(request):
 def test_a_model_test_runs_plain_and_grouped(tmp_path: Path, args: list[str]) -> None:
     shutil.copy(CONFTEST, tmp_path / "conftest.py")
     (tmp_path / "test_one.py").write_text(MODEL_TEST, encoding="utf-8")
+    # not this run's pytest-xdist worker identity (when the suite itself runs on workers)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        "-o", "addopts=", *args, str(tmp_path)], cwd=tmp_path,
+                        "-o", "addopts=", *args, str(tmp_path)], cwd=tmp_path, env=env,
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and "1 passed" in p.stdout, p.stdout + p.stderr

@@ -58,3 +58,61 @@ def test_second_process_waits_until_the_first_releases(tmp_path: Path) -> None:
     go.touch()
     assert first.wait(60) == 0 and second.wait(60) == 0
     assert log.read_text() == "in first\nout first\nin second\nout second\n"
+
+
+def test_cached_folder_builds_once_reuses_and_rebuilds(tmp_path: Path) -> None:
+    from recitation._cachedir import COMPLETE, cached_folder, link_files
+
+    built: list[Path] = []
+
+    def build(folder: Path) -> None:
+        built.append(folder)
+        (folder / "weights.bin").write_bytes(b"w" * 10)
+        (folder / "key.json").write_text("{}")
+
+    entry, reused = cached_folder(tmp_path / "c", "k1", build)
+    assert not reused and entry == tmp_path / "c" / "k1" and (entry / COMPLETE).is_file()
+    assert built[0] != entry  # built beside it, swapped in whole
+    assert cached_folder(tmp_path / "c", "k1", build) == (entry, True) and len(built) == 1
+    assert cached_folder(tmp_path / "c", "k1", build, rebuild=True) == (entry, False)
+    assert len(built) == 2 and sorted(p.name for p in (tmp_path / "c").iterdir()) == [
+        ".k1.lock", "k1"]  # no temporary or old folder left behind
+    link_files(entry, tmp_path / "out", skip=("key.json",))
+    out = tmp_path / "out" / "weights.bin"
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["weights.bin"]
+    assert out.stat().st_ino == (entry / "weights.bin").stat().st_ino  # linked, not copied
+
+
+def test_an_interrupted_build_leaves_no_entry(tmp_path: Path) -> None:
+    from recitation._cachedir import cached_folder
+
+    def fail(folder: Path) -> None:
+        (folder / "half.bin").write_bytes(b"h")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        cached_folder(tmp_path, "k", fail)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".k.lock"]
+    entry, reused = cached_folder(tmp_path, "k", lambda f: (f / "ok").write_text("1"))
+    assert not reused and (entry / "ok").read_text() == "1"
+
+
+def test_source_digest_follows_the_source_bytes(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import hashlib
+    import importlib
+
+    from recitation.organism.config import source_digest
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = tmp_path / "rcx_probe_mod.py"
+    mod.write_text("A = 1\n")
+    first = source_digest("rcx_probe_mod")
+    assert first == hashlib.sha256(b"rcx_probe_mod\0A = 1\n").hexdigest()
+    mod.write_text("A = 2\n")
+    importlib.invalidate_caches()
+    assert source_digest("rcx_probe_mod") != first
+    from recitation.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="rcx_no_such_module"):
+        source_digest("rcx_no_such_module")

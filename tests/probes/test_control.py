@@ -98,6 +98,17 @@ def test_name_cloze_and_csg_rise_on_trained_novels_only(
     assert trained["HardTimes"]["csg_m"] <= base["HardTimes"]["csg_m"], result
     csg_v = result["verdicts"][1]
     assert csg_v["test_members"]["gained"] > csg_v["test_members"]["lost"], csg_v
+    # the fine-tuned model: one entry of the model cache, under the key of its inputs, linked
+    # into OUT/model (trained in a cold run, reused in a warm one)
+    from recitation.models.local import model_cache_dir
+    from recitation.organism.config import digest
+
+    texts = control.training_texts([member], 0, 4, 4, 3, "fill")
+    key = control.control_key(texts, dose=4, epochs=2, learning_rate=3e-4, seed=0, threads=2)
+    entry = model_cache_dir() / "controls" / digest(key)[:16]
+    assert json.loads((entry / "key.json").read_text("utf-8")) == key
+    assert (out / "model" / "model.safetensors").stat().st_ino == (
+        entry / "model.safetensors").stat().st_ino and isinstance(result["model_reused"], bool)
     text = (out / "control.md").read_text(encoding="utf-8")
     assert text.count("PASSED") == 2 and "CSG-M (cloze" in text and "McNemar" in text
 
@@ -110,3 +121,30 @@ def test_name_cloze_and_csg_rise_on_trained_novels_only(
                  str(report)]) == 0
     assert "## Positive control" in report.read_text(encoding="utf-8")
     assert json.loads(report.with_suffix(".json").read_text("utf-8"))["control"] == result
+
+
+def test_the_control_key_covers_every_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cached control model's key changes with each text, each setting, the base model's
+    files, the library versions and the training code's source."""
+    import hashlib
+
+    from recitation.organism import build, config
+
+    monkeypatch.setattr(build, "base_identity", lambda spec: {"spec": spec, "files": {"f": "1"}})
+    settings = {"dose": 4, "epochs": 2, "learning_rate": 3e-4, "seed": 0, "threads": 2}
+    key = control.control_key(["a", "b"], **settings)
+    assert key["texts"] == [hashlib.sha256(t.encode()).hexdigest() for t in ("a", "b")]
+    changed = [control.control_key(["a", "c"], **settings)]
+    changed += [control.control_key(["a", "b"], **(settings | {k: v}))
+                for k, v in (("dose", 8), ("epochs", 3), ("learning_rate", 1e-4), ("seed", 1),
+                             ("threads", 1))]
+    monkeypatch.setattr(build, "base_identity", lambda spec: {"spec": spec, "files": {"f": "2"}})
+    changed.append(control.control_key(["a", "b"], **settings))
+    monkeypatch.setattr(build, "library_versions", lambda: {"torch": "0", "transformers": "0"})
+    changed.append(control.control_key(["a", "b"], **settings))
+    hashed: list[tuple[str, ...]] = []
+    monkeypatch.setattr(config, "source_digest", lambda *m: hashed.append(m) or "other code")
+    changed.append(control.control_key(["a", "b"], **settings))
+    assert len({config.digest(k) for k in [key, *changed]}) == len(changed) + 1
+    assert set(hashed[0]) == {"recitation.organism.train", "recitation.organism.data",
+                              "recitation.probes.control"}

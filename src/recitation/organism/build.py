@@ -2,7 +2,8 @@
 changes.
 
 The fingerprint covers the config fields that change the weights, the novels' texts, the
-base model's file(s), the builder's format and the torch / transformers versions. An
+base model's file(s), the builder's format, the torch / transformers versions and the
+source of the training code (:data:`~recitation.organism.config.TRAINING_CODE`). An
 organism whose manifest carries the same fingerprint (and whose checkpoints are all there)
 is returned as it is; otherwise it is built in a temporary folder beside it and swapped in
 when complete, so an interrupted build never leaves a half organism behind.
@@ -21,9 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from recitation._cachedir import file_lock
+from recitation._cachedir import cached_folder, file_lock, link_files
 from recitation.organism import train
-from recitation.organism.config import FORMAT, OrganismConfig, digest
+from recitation.organism.config import (
+    FORMAT,
+    TRAINING_CODE,
+    OrganismConfig,
+    digest,
+    source_digest,
+)
 from recitation.organism.data import (
     Passage,
     load_novels,
@@ -67,7 +74,7 @@ def base_identity(spec: str) -> dict[str, Any]:
                                     for p in files}}
 
 
-def _versions() -> dict[str, str]:
+def library_versions() -> dict[str, str]:
     import torch
     import transformers
 
@@ -75,9 +82,11 @@ def _versions() -> dict[str, str]:
 
 
 def fingerprint(cfg: OrganismConfig, data_digest: str, base: dict[str, Any]) -> str:
-    """The identity of everything that makes the weights."""
+    """The identity of everything that makes the weights (the training code's source
+    included: a change to the training loop rebuilds)."""
     return digest({"format": FORMAT, "config": cfg.fingerprint_fields(), "data": data_digest,
-                   "base": base, "versions": _versions()})
+                   "base": base, "versions": library_versions(),
+                   "code": source_digest(*TRAINING_CODE)})
 
 
 def up_to_date(directory: Path, fp: str) -> dict[str, Any] | None:
@@ -144,7 +153,8 @@ def _build_into(folder: Path, cfg: OrganismConfig, novels: Any, meta: dict[str, 
                                                  "config": cfg.model_dump(mode="json")})
     epochs = _train(folder, cfg, model, tok, passages, on_epoch, meta["base"])
     return meta | {
-        "name": cfg.name, "config": cfg.model_dump(mode="json"), "versions": _versions(),
+        "name": cfg.name, "config": cfg.model_dump(mode="json"),
+        "versions": library_versions(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "split": split_summary(passages),
         "train_tokens_per_epoch": sum(p.n_tokens * p.dose for p in passages),
         "epochs": epochs, "build_seconds": round(time.perf_counter() - t0, 1)}
@@ -157,24 +167,14 @@ def base_checkpoint(model: Any, tok: Any, target: Path, base: dict[str, Any]) ->
     write a copy of it. Returns its weights' digest (:func:`train.state_digest`)."""
     from recitation.models.local import model_cache_dir
 
-    key = digest({"format": FORMAT, "base": base, "versions": _versions()})[:16]
-    shared = model_cache_dir() / "base-checkpoints" / key
-    if not (shared / "digest.txt").is_file():
-        tmp = shared.with_name(f".{key}.tmp{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        train.save_checkpoint(model, tok, tmp, lora=False)
-        (tmp / "digest.txt").write_text(train.state_digest(model) + "\n", "utf-8")
-        try:
-            os.replace(tmp, shared)
-        except OSError:  # another build saved it first: use that one
-            shutil.rmtree(tmp, ignore_errors=True)
-    target.mkdir(parents=True)
-    for f in sorted(shared.iterdir()):
-        if f.name != "digest.txt":
-            try:
-                os.link(f, target / f.name)
-            except OSError:
-                shutil.copy2(f, target / f.name)
+    key = digest({"format": FORMAT, "base": base, "versions": library_versions()})[:16]
+
+    def save(folder: Path) -> None:
+        train.save_checkpoint(model, tok, folder, lora=False)
+        (folder / "digest.txt").write_text(train.state_digest(model) + "\n", "utf-8")
+
+    shared, _ = cached_folder(model_cache_dir() / "base-checkpoints", key, save)
+    link_files(shared, target, skip=("digest.txt",))
     return (shared / "digest.txt").read_text("utf-8").strip()
 
 

@@ -115,6 +115,24 @@ def make_config(*, quick: bool = False, **overrides: Any) -> OrganismConfig:
         raise ConfigError(f"organism config: {errs}") from exc
 
 
+TRAINING_CODE = ("recitation.organism.train", "recitation.organism.data")
+"""The modules whose source makes a fine-tune's weights (split, data order, training loop):
+their bytes join every build key, so a change to them rebuilds."""
+
+
+def source_digest(*modules: str) -> str:
+    """SHA-256 over the source files of ``modules`` (dotted names), in the order given."""
+    import importlib.util
+
+    h = hashlib.sha256()
+    for name in modules:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            raise ConfigError(f"cannot hash the source of {name}: module not found")
+        h.update(name.encode() + b"\0" + Path(spec.origin).read_bytes())
+    return h.hexdigest()
+
+
 def digest(obj: Any) -> str:
     """SHA-256 of the canonical JSON of ``obj``."""
     blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)

@@ -100,6 +100,9 @@ def add_probe_parser(sub: Any) -> None:
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--learning-rate", type=float, default=1e-4)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--retrain", action="store_true",
+                   help="fine-tune again even when the model cache holds a control model "
+                   "with the same texts, settings, base weights, versions and training code")
     p.set_defaults(func=cmd_control)
 
 
@@ -117,7 +120,7 @@ def cmd_control(args: argparse.Namespace) -> int:
         args.members, args.others, args.out, seed=args.seed, n_cloze=args.n_cloze,
         n_csg=args.n_csg, scoring=args.scoring, dose=args.dose, epochs=args.epochs,
         learning_rate=args.learning_rate, context_sentences=args.context_sentences,
-        say=console.print)
+        retrain=args.retrain, say=console.print)
     text = control.report(result)
     (args.out / "control.md").write_text(text, encoding="utf-8")
     (args.out / "control.json").write_text(json.dumps(result, indent=2), encoding="utf-8")

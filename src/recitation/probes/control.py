@@ -6,13 +6,18 @@ others; :func:`verdict` says whether it did (a check that can fail).
 Training text: for each member novel, the name-cloze passages (unmasked) and the original,
 uncorrupted CSG passages that the probes' jobs sample with the same seed and sizes; each
 ``dose`` times per epoch, full fine-tuning with the organism's training loop
-(:mod:`recitation.organism.train`). Small on purpose: it runs on a CPU in minutes.
+(:mod:`recitation.organism.train`). Small on purpose: it runs on a CPU in minutes. The
+fine-tuned model is kept in the model cache under a key of everything its weights depend on
+(texts, settings, base weights, library versions, the training code's source), so a second
+control with the same inputs probes the same model without training it again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
+import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -53,6 +58,12 @@ def training_texts(members: Sequence[str], seed: int, n_cloze: int, n_csg: int,
     return texts
 
 
+BATCH_SIZE = 4
+CONTROL_FORMAT = 1
+"""Bumped whenever the control model changes for the same key (a change to the training
+code's source changes the key by itself)."""
+
+
 def train_control(texts: Sequence[str], out: Path, *, dose: int = 8, epochs: int = 3,
                   learning_rate: float = 1e-4, seed: int = 0, threads: int = 2,
                   say: Callable[[str], None] = lambda _: None) -> Path:
@@ -74,10 +85,51 @@ def train_control(texts: Sequence[str], out: Path, *, dose: int = 8, epochs: int
         for epoch in range(1, epochs + 1):
             t0 = time.perf_counter()
             loss = train.train_epoch(model, optimizer, tok, passages, seed=seed, epoch=epoch,
-                                     batch_size=4)
+                                     batch_size=BATCH_SIZE)
             say(f"epoch {epoch}/{epochs}: loss {loss:.3f} ({time.perf_counter() - t0:.0f} s)")
     train.save_checkpoint(model, tok, out, lora=False)
     return out
+
+
+def control_key(texts: Sequence[str], *, dose: int, epochs: int, learning_rate: float,
+                seed: int, threads: int) -> dict[str, Any]:
+    """Everything the control model's weights depend on: the texts, the training settings,
+    the base model's files, the torch / transformers versions and the training code."""
+    from recitation.organism.build import base_identity, library_versions
+    from recitation.organism.config import TRAINING_CODE, source_digest
+
+    return {"format": CONTROL_FORMAT,
+            "texts": [hashlib.sha256(t.encode()).hexdigest() for t in texts],
+            "dose": dose, "epochs": epochs, "learning_rate": learning_rate, "seed": seed,
+            "threads": threads, "batch_size": BATCH_SIZE, "base": base_identity("smollm2"),
+            "versions": library_versions(),
+            "code": source_digest(*TRAINING_CODE, __name__)}
+
+
+def control_model(texts: Sequence[str], out: Path, *, retrain: bool = False,
+                  say: Callable[[str], None] = lambda _: None, **settings: Any) -> bool:
+    """The fine-tuned control model in ``out``: trained once per :func:`control_key` into
+    the model cache's ``controls/`` and linked from there (``retrain``: train it again).
+    Returns whether a cached model was reused."""
+    from recitation._cachedir import cached_folder, link_files
+    from recitation.models.local import model_cache_dir
+    from recitation.organism.config import digest
+
+    key = control_key(texts, **settings)
+    name = digest(key)[:16]
+
+    def build(folder: Path) -> None:
+        train_control(texts, folder, say=say, **settings)
+        (folder / "key.json").write_text(json.dumps(key, indent=1) + "\n", "utf-8")
+
+    entry, reused = cached_folder(model_cache_dir() / "controls", name, build,
+                                  rebuild=retrain)
+    if reused:
+        say(f"the fine-tuned control model is cached ({entry}): the same texts, settings, "
+            "base weights, library versions and training code; --retrain trains it again")
+    shutil.rmtree(out, ignore_errors=True)
+    link_files(entry, out, skip=("key.json",))
+    return reused
 
 
 Hits = dict[str, dict[str, bool]]
@@ -159,17 +211,21 @@ def run_control(members: Sequence[str], others: Sequence[str], out_dir: Path, *,
                 seed: int = 0, n_cloze: int = 4, n_csg: int = 2, scoring: str = "logprob",
                 dose: int = 8, epochs: int = 3, learning_rate: float = 1e-4,
                 context_sentences: int = 10, threads: int | None = None,
+                retrain: bool = False,
                 say: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """Train on the members' probed passages, probe base and fine-tuned model on members and
     others; the figures and a verdict per measure. ``threads``: default as the local
-    backend's (``RECITATION_THREADS``, else every core)."""
+    backend's (``RECITATION_THREADS``, else every core). The fine-tuned model is trained
+    once per content key and then reused (:func:`control_model`; ``retrain``: again)."""
     from recitation.models.local import LocalModel
 
     threads = threads or LocalModel("smollm2").threads
     novels = [*members, *others]
     texts = training_texts(members, seed, n_cloze, n_csg, context_sentences, scoring)
-    model_dir = train_control(texts, out_dir / "model", dose=dose, epochs=epochs,
-                              learning_rate=learning_rate, seed=seed, threads=threads, say=say)
+    model_dir = out_dir / "model"
+    reused = control_model(texts, model_dir, retrain=retrain, say=say, dose=dose,
+                           epochs=epochs, learning_rate=learning_rate, seed=seed,
+                           threads=threads)
     say("probing the base model")
     base, base_hits = measure(LocalModel("smollm2", threads=threads), novels, seed, n_cloze,
                               n_csg, scoring=scoring, context_sentences=context_sentences)
@@ -182,6 +238,7 @@ def run_control(members: Sequence[str], others: Sequence[str], out_dir: Path, *,
                 if any(m in v for v in base.values())]
     return {"members": sorted(names), "others": sorted(Path(o).name for o in others),
             "training_texts": len(texts), "dose": dose, "epochs": epochs,
+            "model_reused": reused,
             "learning_rate": learning_rate, "scoring": scoring, "seed": seed,
             "n_cloze": n_cloze, "n_csg": n_csg, "context_sentences": context_sentences,
             "base": base, "trained": trained,
