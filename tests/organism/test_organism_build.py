@@ -1,9 +1,10 @@
 """The organism built for real: fine-tuning the embedded SmolLM2 on PDNC passages.
 
 The quick organism is built once per session (``quick`` in conftest.py; the model cache
-keeps it across sessions: a second build with the same inputs is reused) and probed at epoch
-0 (the base model) and at its last epoch; determinism is checked on an even tinier config
-built twice from scratch, and LoRA (``--lora``, through peft) on one built once."""
+keeps it across sessions: a second build with the same inputs is reused) and probed at its
+last epoch (epoch 0, the base model, is measured by the ground-truth benchmark);
+determinism is checked on an even tinier config built twice from scratch, and LoRA
+(``--lora``, through peft) on one built once."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ pytestmark = [pytest.mark.model, pytest.mark.slow]
 def probed(quick: BuildResult) -> dict[int, dict[str, Any]]:
     passages = load_split(quick.directory / "split.json")
     last = quick.manifest["epochs"][-1]["epoch"]
-    return {e: measure_checkpoint(quick.directory / f"epoch{e}", passages) for e in (0, last)}
+    return {last: measure_checkpoint(quick.directory / f"epoch{last}", passages)}
 
 
 def _row(measured: dict[str, Any], dose: int) -> dict[str, Any]:
@@ -51,10 +52,10 @@ def test_quick_organism_is_built_and_recorded(quick: BuildResult) -> None:
 
 
 def test_fine_tuning_makes_members_recitable(probed: dict[int, dict[str, Any]]) -> None:
-    base, tuned = probed[0], probed[max(probed)]
-    # epoch 0 (the base model): no member is recited, LOSS does not separate them
-    assert all(r["verbatim"] == 0 for r in base["by_dose"])
-    assert 0.25 < _all_members_auc(base) < 0.75
+    """The organism's acceptance check on its last checkpoint. (On epoch 0, the base model,
+    the ground-truth benchmark shows the same passages unrecited and LOSS not separating
+    them: tests/bench/test_groundtruth_quick.py.)"""
+    tuned = probed[max(probed)]
     # after fine-tuning: LOSS separates members, the more so the higher the dose, and the
     # greedy continuation of a 16x member's first 32 tokens reproduces the next 32
     assert _all_members_auc(tuned) > 0.9
@@ -94,7 +95,7 @@ def test_same_seed_same_numbers(shared_data: Path, tmp_path: Path) -> None:
     tiny = _tiny(shared_data, epochs=2, learning_rate=1e-4)
     a = build_organism(tiny, root=tmp_path / "a")
     b = build_organism(tiny, root=tmp_path / "b")
-    c = build_organism(tiny.model_copy(update={"seed": 1}), root=tmp_path / "c")
+    c = build_organism(tiny.model_copy(update={"seed": 1, "epochs": 1}), root=tmp_path / "c")
     assert not (a.reused or b.reused)
     assert a.manifest["fingerprint"] == b.manifest["fingerprint"]
 
@@ -104,7 +105,7 @@ def test_same_seed_same_numbers(shared_data: Path, tmp_path: Path) -> None:
     assert numbers(a) == numbers(b)
     assert a.manifest["epochs"][2]["train_loss"] is not None
     assert (a.directory / "split.json").read_bytes() == (b.directory / "split.json").read_bytes()
-    assert numbers(c)[1:] != numbers(a)[1:]
+    assert numbers(c)[1] != numbers(a)[1]  # another seed: another first epoch
     assert c.manifest["fingerprint"] != a.manifest["fingerprint"]
     # epoch 0 is the base model, stored once and linked into each organism (no copy each)
     weights = [r.directory / "epoch0" / "model.safetensors" for r in (a, b, c)]
