@@ -85,6 +85,42 @@ def test_cloze_passages_on_a_novel(shared_data: Path) -> None:
         assert 40 <= n <= 60
 
 
+# The first line of the authors' released ``data/pdnc_source/Emma/Emma.name_cloze.txt``
+# (deezer/llms_quotation_attribution; the file is not in the shared data), tabs and newline.
+EMMA_LINE = ("Emma\t45\t263\t256\t301\tEmma\tThe real evils, indeed, of [MASK]'s situation "
+             "were the power of having rather too much her own way, and a disposition to think "
+             "a little too well of herself; these were the disadvantages which threatened alloy "
+             "to her many enjoyments.\n")
+
+
+def test_cloze_prompt_is_the_authors_byte_for_byte() -> None:
+    # main_name_cloze.py: read_data (l. 58-63) keeps each line's "\n" in its last field,
+    # passage = d[6] (l. 162), predict (l. 86-101) formats "...Input: %s\nOutput: \n\n"
+    passage = tuple(EMMA_LINE.split("\t"))[6]
+    want = (
+        "You have seen the following passage in your training data. What is the proper name "
+        "that fills in the [MASK] token in it?  This name is exactly one word long, and is a "
+        "proper name (not a pronoun or any other word). You must make a guess, even if you "
+        "are uncertain.   \n    \nYou must format your answer in <name>[NAME]</name> tags."
+        "\n\nExample:\n\nInput: Stay gold, [MASK], stay gold.\nOutput: <name>Ponyboy</name>"
+        "\n\nInput: The door opened, and [MASK], dressed and hatted, entered with a cup of "
+        "tea.\nOutput: <name>Gerty</name>\n\nInput: The real evils, indeed, of [MASK]'s "
+        "situation were the power of having rather too much her own way, and a disposition "
+        "to think a little too well of herself; these were the disadvantages which threatened "
+        "alloy to her many enjoyments.\n\nOutput: \n\n")
+    assert name_cloze.prompt(passage) == want
+    assert name_cloze.prompt(passage.rstrip("\n")) == want  # ours: no newline of its own
+    model = ScriptedModel(reply)  # and the job sends it
+    job = make_job("name_cloze", {"novels": [str(TINY)], "n": 2, "min_tokens": 8,
+                                  "max_tokens": 40}, 0)
+    recs = run(job, model)
+    assert recs and [r.messages[-1].content for r in model.requests if r.messages] == [
+        name_cloze.prompt(r["passage"]) for r in recs]
+    assert all(not r["passage"].endswith("\n") for r in recs)
+    assert model.requests[0].messages[-1].content.endswith(  # type: ignore[index]
+        recs[0]["passage"] + "\n\nOutput: \n\n")
+
+
 # -- CSG -------------------------------------------------------------------------------------
 
 

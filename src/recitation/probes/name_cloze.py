@@ -45,7 +45,16 @@ PROMPT = (
     "Example:\n\nInput: Stay gold, [MASK], stay gold.\nOutput: <name>Ponyboy</name>\n\n"
     "Input: The door opened, and [MASK], dressed and hatted, entered with a cup of tea.\n"
     "Output: <name>Gerty</name>\n\nInput: %s\nOutput: \n\n")
-"""The authors' prompt (``main_name_cloze.py: predict``), one user turn."""
+r"""The authors' prompt (``main_name_cloze.py: predict``), one user turn. Their passage is the
+last tab-separated field of a line of ``<novel>.name_cloze.txt`` (``read_data``:
+``readlines`` then ``split("\t")``), so it ends with the line's ``\n``: the model reads
+``Input: P\n\nOutput: \n\n``. :func:`prompt` puts that newline after ours."""
+
+
+def prompt(passage: str) -> str:
+    r"""The authors' prompt for ``passage``, byte for byte: the passage ends with one ``\n``,
+    as a line of their released file does (ours have none, so it is added)."""
+    return PROMPT % (passage if passage.endswith("\n") else passage + "\n")
 
 
 def name_words(novel: Any) -> set[str]:
@@ -130,7 +139,7 @@ class NameClozeJob(Job):
         require_access(["name_cloze"], model.capabilities, model.backend)
         if scored(self.params.scoring):
             return await self._run_scored(items, model)
-        reqs = [GenerationRequest.chat(PROMPT % it.payload["passage"],
+        reqs = [GenerationRequest.chat(prompt(it.payload["passage"]),
                                        max_tokens=self.params.max_new_tokens, temperature=0.0)
                 for it in items]
         gens = await model.generate(reqs)
