@@ -6,15 +6,19 @@ per-novel figures of the probe and task runs.
   its p-value.
 - Top-5 vs bottom-5: the 5 novels with the highest and the 5 with the lowest value of the
   measure (fewer when there are fewer than 10 novels: ``n // 2`` each), Student's t-test
-  (``scipy.stats.ttest_ind``, equal variances) on their accuracies.
+  (``scipy.stats.ttest_ind``, equal variances) on their accuracies; novels tied at a cut
+  (in or out decided by name order) are listed.
 - Propensity-score matching: a logistic regression (``sklearn.linear_model.
-  LogisticRegression``, default L2 penalty C=1, covariates standardized) of the group-2
-  indicator (default: the six novels of PDNC's June 2023 release) on the covariates
-  (CSG-M, name cloze, Min-K% at the first k, overall accuracy: the paper's); each group-2
-  novel is matched with replacement to the group-1 novel of nearest propensity
-  (``sklearn.neighbors.NearestNeighbors``, one neighbour); paired t-test
-  (``scipy.stats.ttest_rel``) of each outcome (Min-K% per k, accuracy) between the group-2
-  novels and their matches.
+  LogisticRegression``; by default unpenalized, the maximum-likelihood fit of the
+  econometric method, with scikit-learn's L2 penalty C=1 as an option; covariates
+  standardized) of the group-2 indicator (default: the six novels of PDNC's June 2023
+  release) on the covariates (CSG-M, name cloze, Min-K% at the first k, overall accuracy:
+  the paper's); each group-2 novel is matched with replacement to the group-1 novel of
+  nearest propensity (``sklearn.neighbors.NearestNeighbors``, one neighbour); paired
+  t-test (``scipy.stats.ttest_rel``) of each outcome (Min-K% per k, accuracy) between the
+  group-2 novels and their matches, with the paper's one-sided p (appendix E: t = 0.54,
+  p = 0.3) and the two-sided p beside. Optionally an outcome that is also a covariate is
+  left out of the model that matches for it.
 """
 
 from __future__ import annotations
@@ -46,10 +50,22 @@ def spearman(x: Mapping[str, float], y: Mapping[str, float]) -> dict[str, float]
     return {"rho": float(res.statistic), "p": float(res.pvalue), "n": len(pairs)}
 
 
+def _ties_at_cut(names: Sequence[str], measure: Mapping[str, float], k: int) -> list[str]:
+    """The novels whose value equals the value at either cut (the k-th from the top or from
+    the bottom) when some of them fall on both sides of it: which of them are in the group
+    is then decided by the name order, not by the measure."""
+    tied: set[str] = set()
+    for inside, outside in ((names[k - 1], names[k]), (names[-k], names[-k - 1])):
+        if measure[inside] == measure[outside]:
+            tied |= {n for n in names if measure[n] == measure[inside]}
+    return sorted(tied)
+
+
 def top_bottom(measure: Mapping[str, float], acc: Mapping[str, float],
                k: int = 5) -> dict[str, Any]:
     """Student's t-test of accuracy between the ``k`` most and ``k`` least measured novels
-    (ties broken by name; ``k`` reduced to half the novels)."""
+    (ties broken by name, and the novels tied at a cut listed in ``ties_at_cut``; ``k``
+    reduced to half the novels)."""
     from scipy.stats import ttest_ind
 
     pairs = _finite([(measure[n], acc[n]) for n in sorted(set(measure) & set(acc))])
@@ -57,46 +73,87 @@ def top_bottom(measure: Mapping[str, float], acc: Mapping[str, float],
                     if (measure[n], acc[n]) in pairs), key=lambda n: (-measure[n], n))
     k = min(k, len(names) // 2)
     if k < 2:
-        return {"t": float("nan"), "p": float("nan"), "k": k, "top": [], "bottom": []}
+        return {"t": float("nan"), "p": float("nan"), "k": k, "top": [], "bottom": [],
+                "ties_at_cut": []}
     top, bottom = names[:k], names[-k:]
     res = ttest_ind([acc[n] for n in top], [acc[n] for n in bottom])
     return {"t": float(res.statistic), "p": float(res.pvalue), "k": k, "top": top,
-            "bottom": bottom}
+            "bottom": bottom, "ties_at_cut": _ties_at_cut(names, measure, k)}
 
 
-def propensity_match(covariates: Mapping[str, Sequence[float]], group2: set[str],
-                     outcomes: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
-    """Propensity scores, the matches and a paired t-test per outcome (module docstring)."""
-    import numpy as np
+def paired_t(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
+    """Paired Student t-test of ``a`` - ``b``: t, the paper's one-sided p (``p``: the chance
+    of a t at least this far from 0 on the side observed, i.e. half the two-sided p; appendix
+    E's t = 0.54, p = 0.3 and t = 0.75, p = 0.25 are this form) and the two-sided p beside."""
     from scipy.stats import ttest_rel
+
+    res = ttest_rel(a, b)
+    two = float(res.pvalue)
+    return {"t": float(res.statistic), "p": two / 2, "p_two_sided": two, "n": len(a)}
+
+
+def _match(covariates: Mapping[str, Sequence[float]], names: list[str], group2: set[str],
+           penalty: str | None) -> tuple[dict[str, float], dict[str, str]]:
+    """Propensity of each novel (logistic regression on standardized covariates) and each
+    group-2 novel's nearest group-1 novel by propensity (with replacement)."""
+    import warnings
+
+    import numpy as np
+    from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
     from sklearn.neighbors import NearestNeighbors
     from sklearn.preprocessing import StandardScaler
 
-    names = sorted(n for n, v in covariates.items() if not any(math.isnan(x) for x in v))
     g2 = [n for n in names if n in group2]
     g1 = [n for n in names if n not in group2]
-    if len(g2) < 2 or len(g1) < 1:
-        return {"error": f"needs >= 2 group-2 and >= 1 group-1 novels with every covariate; "
-                f"have {len(g2)} and {len(g1)}"}
     x = StandardScaler().fit_transform(np.array([covariates[n] for n in names], dtype=float))
     y = np.array([n in group2 for n in names], dtype=int)
-    ps = LogisticRegression().fit(x, y).predict_proba(x)[:, 1]
+    with warnings.catch_warnings():  # separable groups: the unpenalized fit diverges
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = LogisticRegression(C=math.inf if penalty is None else 1.0, tol=1e-10,
+                                   max_iter=10_000)
+        ps = model.fit(x, y).predict_proba(x)[:, 1]
     score = dict(zip(names, ps.tolist(), strict=True))
     nn = NearestNeighbors(n_neighbors=1).fit(np.array([[score[n]] for n in g1]))
     idx = nn.kneighbors(np.array([[score[n]] for n in g2]), return_distance=False)[:, 0]
-    matches = {n: g1[i] for n, i in zip(g2, idx.tolist(), strict=True)}
-    tests = {}
+    return score, {n: g1[i] for n, i in zip(g2, idx.tolist(), strict=True)}
+
+
+def propensity_match(covariates: Mapping[str, Sequence[float]], group2: set[str],
+                     outcomes: Mapping[str, Mapping[str, float]], *,
+                     penalty: str | None = None,
+                     covariate_names: Sequence[str] | None = None,
+                     leave_outcome_out: bool = False) -> dict[str, Any]:
+    """Propensity scores, the matches and a paired t-test per outcome (module docstring).
+    ``penalty``: None (default, the plain maximum-likelihood logistic regression of the
+    econometric method) or "l2" (scikit-learn's default, C = 1). ``leave_outcome_out``
+    (needs ``covariate_names``): for each outcome that is also a covariate, fit and match
+    again without it (an outcome among the covariates makes the matching partly circular)."""
+    names = sorted(n for n, v in covariates.items() if not any(math.isnan(x) for x in v))
+    g2 = [n for n in names if n in group2]
+    if penalty not in (None, "l2"):
+        raise ValueError(f"penalty must be None or 'l2', got {penalty!r}")
+    if len(g2) < 2 or len(names) - len(g2) < 1:
+        return {"error": f"needs >= 2 group-2 and >= 1 group-1 novels with every covariate; "
+                f"have {len(g2)} and {len(names) - len(g2)}"}
+    score, matches = _match(covariates, names, group2, penalty)
+    tests, refits = {}, {}
     for name, values in outcomes.items():
-        pairs = [(values[a], values[b]) for a, b in matches.items()
-                 if a in values and b in values]
-        pairs = _finite(pairs)
+        m = matches
+        if leave_outcome_out and covariate_names and name in covariate_names:
+            i = list(covariate_names).index(name)
+            kept = {n: [x for j, x in enumerate(covariates[n]) if j != i] for n in names}
+            _, m = _match(kept, names, group2, penalty)
+            refits[name] = m
+        pairs = _finite([(values[a], values[b]) for a, b in m.items()
+                         if a in values and b in values])
         if len(pairs) < 2:
-            tests[name] = {"t": float("nan"), "p": float("nan"), "n": len(pairs)}
+            tests[name] = {"t": float("nan"), "p": float("nan"),
+                           "p_two_sided": float("nan"), "n": len(pairs)}
             continue
-        res = ttest_rel([a for a, _ in pairs], [b for _, b in pairs])
-        tests[name] = {"t": float(res.statistic), "p": float(res.pvalue), "n": len(pairs)}
-    return {"propensity": score, "matches": matches, "tests": tests}
+        tests[name] = paired_t([a for a, _ in pairs], [b for _, b in pairs])
+    return {"propensity": score, "matches": matches, "tests": tests, "penalty": penalty,
+            "matches_without_outcome": refits}
 
 
 def _fmt(x: float, star: bool = False, p: float = float("nan")) -> str:
@@ -122,6 +179,12 @@ def table2(per_novel: Mapping[str, Mapping[str, float]], measures: Sequence[str]
             cells += [_fmt(s["rho"], True, s["p"]),
                       f"{_fmt(tb['t'])} ({_fmt(tb['p'])}, k={tb['k']})"]
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    tied = {k: v["top_bottom"]["ties_at_cut"] for k, v in numbers.items()
+            if v["top_bottom"].get("ties_at_cut")}
+    if tied:
+        lines += ["", "Tied at a top/bottom cut (which of them count is decided by name "
+                  "order, not by the measure): " + "; ".join(
+                      f"{k}: {', '.join(v)}" for k, v in sorted(tied.items()))]
     const = sorted({k for k, v in numbers.items() if v["spearman"].get("constant")})
     if const:
         lines += ["", "n/a where a side is the same for every novel (no ranking, so no rank "
@@ -159,8 +222,10 @@ def per_novel_figures(runs: Sequence[tuple[str, dict[str, Any], list[dict[str, A
 
 
 def report(per_novel: Mapping[str, Mapping[str, float]],
-           group2: frozenset[str] = PDNC_SECOND_RELEASE) -> tuple[str, dict[str, Any]]:
-    """The Markdown report: per-novel figures, table 2, propensity matching."""
+           group2: frozenset[str] = PDNC_SECOND_RELEASE, *, penalty: str | None = None,
+           leave_outcome_out: bool = False) -> tuple[str, dict[str, Any]]:
+    """The Markdown report: per-novel figures, table 2, propensity matching
+    (:func:`propensity_match`'s ``penalty`` and ``leave_outcome_out``)."""
     cols = sorted({k for v in per_novel.values() for k in v})
     lines = ["# Book memorization and quotation attribution", "",
              "## Per novel", "", "| novel | group | " + " | ".join(cols) + " |",
@@ -183,10 +248,15 @@ def report(per_novel: Mapping[str, Mapping[str, float]],
         pm = propensity_match({n: [v.get(c, float("nan")) for c in cov]
                                for n, v in per_novel.items()}, set(group2),
                               {o: {n: v[o] for n, v in per_novel.items() if o in v}
-                               for o in [*mink, "all"] if o in cols})
+                               for o in [*mink, "all"] if o in cols},
+                              penalty=penalty, covariate_names=cov,
+                              leave_outcome_out=leave_outcome_out)
         numbers["propensity"] = pm
         lines += ["## Annotation contamination: propensity-score matching", "",
-                  f"covariates: {', '.join(cov)}; group 2: {sorted(group2 & set(per_novel))}"]
+                  f"covariates: {', '.join(cov)}; group 2: {sorted(group2 & set(per_novel))}; "
+                  f"logistic regression {'unpenalized' if penalty is None else 'with L2, C = 1'}"
+                  + ("; an outcome that is a covariate is matched without it"
+                     if leave_outcome_out else "")]
         if "error" in pm:
             lines += ["", f"not computed: {pm['error']}"]
         else:
@@ -194,7 +264,8 @@ def report(per_novel: Mapping[str, Mapping[str, float]],
                       "|---|---|---|---|"]
             lines += [f"| {a} | {b} | {pm['propensity'][a]:.3f} | {pm['propensity'][b]:.3f} |"
                       for a, b in pm["matches"].items()]
-            lines += ["", "| outcome | paired t | p | pairs |", "|---|---|---|---|"]
-            lines += [f"| {o} | {_fmt(t['t'])} | {_fmt(t['p'])} | {t['n']} |"
-                      for o, t in pm["tests"].items()]
+            lines += ["", "| outcome | paired t (group 2 - match) | p (one-sided, the "
+                      "paper's) | p (two-sided) | pairs |", "|---|---|---|---|---|"]
+            lines += [f"| {o} | {_fmt(t['t'])} | {_fmt(t['p'])} | {_fmt(t['p_two_sided'])} "
+                      f"| {t['n']} |" for o, t in pm["tests"].items()]
     return "\n".join(lines) + "\n", numbers

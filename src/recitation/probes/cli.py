@@ -154,6 +154,12 @@ def add_task_parser(sub: Any) -> None:
     p.add_argument("--control", type=Path, default=None, metavar="JSON",
                    help="control.json of `recitation probe control`: its verdict joins the "
                    "report")
+    p.add_argument("--propensity-penalty", choices=["none", "l2"], default="none",
+                   help="the propensity model: plain maximum likelihood (default) or "
+                   "scikit-learn's L2 penalty (C = 1)")
+    p.add_argument("--leave-outcome-out", action="store_true",
+                   help="match each outcome that is also a covariate (overall accuracy) on "
+                   "a propensity model without it")
     p.add_argument("--runs-dir", type=Path, default=None)
     p.set_defaults(func=cmd_analyse)
 
@@ -172,7 +178,9 @@ def cmd_analyse(args: argparse.Namespace) -> int:
             runs.append((cfg.get("job", ""), cfg.get("params", {}),
                          [r for _, r in store.results()]))
     group2 = (frozenset(args.group2.split(",")) if args.group2 else PDNC_SECOND_RELEASE)
-    text, numbers = report(per_novel_figures(runs), group2)
+    text, numbers = report(per_novel_figures(runs), group2,
+                           penalty=None if args.propensity_penalty == "none" else "l2",
+                           leave_outcome_out=args.leave_outcome_out)
     if args.control:
         from recitation.probes.control import report as control_report
 
