@@ -3,10 +3,20 @@ verbalized quotation records.
 
 Each row of ``quotation_info.csv`` is verbalized as the authors' ``verbalize`` does (figure
 4): ``column: value; column: value; ...`` over every column, the raw CSV strings, no
-separator after the last. A fraction of the rows (the authors: 20%) is sampled per novel with
-the run's seed; records of at most 16 or at least 256 tokens are skipped as in
-``main_contamination.py`` (counted with the model's tokenizer; without one, whitespace
-words). Min-K% (k = 10, 20, 30) is the mean of the k% lowest token log-probabilities
+separator after the last. Records are then drawn per novel in the authors' order
+(``main_contamination.py``): first the records of more than ``min_tokens`` (16) and fewer
+than ``max_tokens`` (256) tokens are kept (both bounds strict), then ``int(fraction * m)``
+of those ``m`` (the authors: 20%, rounded down, none below 5 records) are sampled with the
+run's seed (``random.Random("<seed>:<novel>")``; the authors: ``torch.randperm`` after
+``torch.manual_seed(42)``), at most ``max_records``. Tokens are counted with the model's
+tokenizer, special tokens not added (the authors' Llama-3 count includes its BOS); without
+a tokenizer, whitespace words. The count needs the model, so the draw happens when the run
+runs: the job's items are every record of every novel (payload ``pool``), each novel's
+draw is made once from all of them, and a record not drawn is stored as skipped. Items
+stored by runs made before this order (no ``pool``) were sampled when the run was created;
+they are only filtered.
+
+Min-K% (k = 10, 20, 30) is the mean of the k% lowest token log-probabilities
 (:func:`recitation.detect.whitebox.min_k_percent`: ``floor(n k / 100)`` of the ``n`` scored
 tokens, at least one; the authors take ``int(k * (n + 1))`` of the ``n`` scored tokens, the
 sequence length including the first token).
@@ -29,6 +39,7 @@ from recitation.detect.whitebox import min_k_percent
 from recitation.errors import ConfigError, CorpusError
 from recitation.methods import Access, Calls, MethodInfo, require_access
 from recitation.models.base import Model
+from recitation.models.tokenizer import Tokenizer
 from recitation.runs.jobs import Job, Table, WorkItem
 
 
@@ -48,10 +59,29 @@ def records(folder: str | Path) -> list[tuple[str, str]]:
     return [(row.get("quoteID", str(i)), verbalize(row, cols)) for i, row in enumerate(reader)]
 
 
+def token_count(tok: Tokenizer | None, text: str) -> int:
+    """The length the filter reads: the model's tokens (no special tokens added), else
+    whitespace words."""
+    return len(tok.encode(text)) if tok is not None else len(text.split())
+
+
+def draw(counts: list[tuple[str, int]], fraction: float, min_tokens: int, max_tokens: int,
+         max_records: int | None, rng: random.Random) -> list[str]:
+    """The ids drawn from one novel's ``(id, token count)`` records, in the authors' order:
+    the records with ``min_tokens < count < max_tokens``, then ``int(fraction * m)`` of
+    those ``m`` (at most ``max_records``) sampled with ``rng``."""
+    kept = [i for i, n in counts if min_tokens < n < max_tokens]
+    k = int(len(kept) * fraction)
+    if max_records:
+        k = min(k, max_records)
+    return rng.sample(kept, k)
+
+
 class ContaminationParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     novels: list[str] = Field(default_factory=list, description="PDNC-format novel folders")
-    fraction: float = Field(0.2, gt=0, le=1, description="records sampled per novel")
+    fraction: float = Field(0.2, gt=0, le=1, description="share of a novel's records "
+                            "within the token bounds that is sampled (rounded down)")
     max_records: int | None = Field(None, ge=1, description="at most this many per novel")
     ks: list[float] = Field(default_factory=lambda: [10.0, 20.0, 30.0])
     min_tokens: int = Field(16, ge=0)
@@ -64,20 +94,41 @@ class ContaminationJob(Job):
     Params = ContaminationParams
     params: ContaminationParams
 
+    def __init__(self, params: ContaminationParams, seed: int) -> None:
+        super().__init__(params, seed)
+        self._drawn: dict[tuple[str, str], dict[str, set[str]]] = {}
+
     def items(self) -> list[WorkItem]:
+        """Every record of every novel: the draw needs the model's tokenizer, so it is made
+        when the run runs (:meth:`drawn`)."""
         p = self.params
         if not p.novels:
             raise ConfigError("contamination: params.novels is empty; give novel folders")
         out = []
         for folder in p.novels:
             name = Path(folder).name
-            recs = records(folder)
-            k = max(1, int(len(recs) * p.fraction))
-            if p.max_records:
-                k = min(k, p.max_records)
-            for qid, text in random.Random(f"{self.seed}:{name}").sample(recs, k):
-                out.append(WorkItem(f"{name}/{qid}", {"novel": name, "text": text}))
+            for qid, text in records(folder):
+                out.append(WorkItem(f"{name}/{qid}",
+                                    {"novel": name, "text": text, "pool": True}))
         return out
+
+    def drawn(self, novel: str, model: Model) -> set[str]:
+        """The ids drawn from ``novel``'s pool items (:func:`draw`). Every novel is drawn
+        once per model, from the job's work items (a run's stored items: a resumed run
+        draws the same)."""
+        key = (model.backend, model.name)
+        if key not in self._drawn:
+            p, tok = self.params, model.tokenizer()
+            counts: dict[str, list[tuple[str, int]]] = defaultdict(list)
+            for it in self.work_items():
+                if it.payload.get("pool"):
+                    counts[it.payload["novel"]].append(
+                        (it.id, token_count(tok, it.payload["text"])))
+            self._drawn[key] = {
+                name: set(draw(c, p.fraction, p.min_tokens, p.max_tokens, p.max_records,
+                               random.Random(f"{self.seed}:{name}")))
+                for name, c in counts.items()}
+        return self._drawn[key].get(novel, set())
 
     def input_files(self) -> dict[str, Path]:
         return {f"novel{i}": Path(f) / "quotation_info.csv"
@@ -89,12 +140,17 @@ class ContaminationJob(Job):
         keep = []
         out: dict[str, dict[str, Any]] = {}
         for it in items:
-            text = it.payload["text"]
-            n = len(tok.encode(text)) if tok is not None else len(text.split())
-            if p.min_tokens < n < p.max_tokens:
+            n = token_count(tok, it.payload["text"])
+            inside = p.min_tokens < n < p.max_tokens
+            if it.payload.get("pool"):
+                chosen = it.id in self.drawn(it.payload["novel"], model)
+            else:  # an item of an older run: sampled when the run was made
+                chosen = inside
+            if chosen:
                 keep.append(it)
             else:
-                out[it.id] = {**it.payload, "tokens": n, "skipped": True, "min_k": {}}
+                out[it.id] = {**it.payload, "tokens": n, "skipped": True, "min_k": {},
+                              "reason": "not drawn" if inside else "token bounds"}
         scores = await model.score([it.payload["text"] for it in keep]) if keep else []
         for it, ts in zip(keep, scores, strict=True):
             out[it.id] = {**it.payload, "tokens": len(ts.tokens), "skipped": False,
