@@ -4,9 +4,11 @@ where sentences end.
 Byte-level index: the ids are the UTF-8 bytes; a word is a run of word characters (letters,
 digits, ``_``: ``str.isalnum``), classified per character, so a multi-byte character is never
 split and an em dash or a curly quote is not part of a word. Token-level index: the ids are
-the target's tokens; each token's text (decoded alone) decides: a token starts a word when
-its first non-space character is a word character and it begins with a space or follows a
-token that ends in a non-word character.
+the target's tokens; each token's text as it reads inside the generation decides
+(:func:`token_texts`: what decoding it after the token before it adds, so the space that a
+SentencePiece/Llama decoder strips from a text's first token is kept): a token starts a word
+when its first non-space character is a word character and it begins with a space or follows
+a token that ends in a non-word character.
 
 - ``starts``: the positions where a span may start (word starts);
 - ``boundary[p]``: a span may end at ``p`` (``p`` is the end, or the units on either side are
@@ -86,9 +88,33 @@ def byte_units(text: str) -> Units:
                   spread(np.array([c in SENTENCE_ENDS for c in text], dtype=bool)))
 
 
+def token_texts(ids: list[int], decode: Callable[[list[int]], str]) -> list[str]:
+    """Each token's text as it reads inside the generation: what it adds to the decoded text
+    of the tokens before it, from the last one that reads as something alone (``decode`` of
+    ``ids[j:k + 1]`` past ``ids[j:k]``; ``j = k - 1`` but after a token that decodes to
+    nothing alone: a skipped special token, SentencePiece's bare ``▁``). Decoded alone, a
+    token is its text's first token, whose space SentencePiece decoders drop (Llama's
+    ``Strip``, ``Metaspace``): ``▁the`` reads ``the`` alone, `` the`` after another token.
+    The first token, and one whose text does not extend what precedes it (a byte completing a
+    multi-byte character), keep their text decoded alone. Byte-level BPE (``Ġ``) decoders
+    keep the space either way: their tokens read as they do alone."""
+    alone = [decode([i]) for i in ids]
+    texts = alone[:1]
+    j = 0
+    for k in range(1, len(ids)):
+        if alone[k - 1]:
+            j = k - 1
+        head = alone[j] if j == k - 1 else decode(list(ids[j:k]))
+        full = decode(list(ids[j:k + 1]))
+        extends = len(full) > len(head) and full.startswith(head)
+        texts.append(full[len(head):] if extends else alone[k])
+    return texts
+
+
 def token_units(ids: list[int], decode: Callable[[list[int]], str]) -> Units:
-    """Token ids with each token's own text deciding word starts and boundaries."""
-    pieces = [decode([i]) or "\0" for i in ids]
+    """Token ids with each token's text (:func:`token_texts`) deciding word starts and
+    boundaries."""
+    pieces = [p or "\0" for p in token_texts(ids, decode)]
     first = np.array([is_word_char(p[0]) for p in pieces], dtype=bool)
     last = np.array([is_word_char(p[-1]) for p in pieces], dtype=bool)
     lead = np.zeros(len(ids), dtype=bool)
