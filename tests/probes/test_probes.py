@@ -184,30 +184,41 @@ def test_chunks_by_hand() -> None:
         qa.chunk_spans(words, [], 4, 4)
 
 
+@pytest.mark.parametrize("unit", ["subquote", "quote"])
 @pytest.mark.parametrize("folder", NOVELS)
-def test_chunking_covers_every_quote(shared_data: Path, folder: str) -> None:
+def test_chunking_covers_every_quote(shared_data: Path, folder: str, unit: str) -> None:
+    """Every quote of the unit (each span of quoteByteSpans, or each whole quotation) lies
+    whole in some chunk of the passage the prompt shows, hard wraps joined: marked by exactly
+    two ``|n|``, all its words in order between them; the unwrapped passage is the raw
+    marked one unwrapped, with the same quotes marked."""
     novel = load_novel(shared_data / "pdnc" / folder)
-    job = make_job("quote_attribution", {"novels": [str(shared_data / "pdnc" / folder)],
-                                         "chunk_tokens": 300, "stride_tokens": 60}, 0)
-    items = job.items()
+    params = {"novels": [str(shared_data / "pdnc" / folder)], "chunk_tokens": 300,
+              "stride_tokens": 60, "unit": unit}
+    job = make_job("quote_attribution", params, 0)
+    raw_job = make_job("quote_attribution", {**params, "unwrap": False}, 0)
     model = ScriptedModel()  # no tokenizer: one token per word
-    covered = set()
-    for it in items:
+    covered, joined = set(), 0
+    for it in job.items():
         x = it.payload
+        quotes = {q["id"]: q for q in x["quotes"]}
         for s, e in job.chunks(x, model):  # type: ignore[attr-defined]
-            inside = [(q["id"], q["start"], q["end"]) for q in x["quotes"]
-                      if s <= q["start"] - x["start"] and q["end"] - x["start"] <= e]
-            marked, ids = qa.mark_quotes(x["text"][s:e], x["start"] + s, inside)
+            passage, ids = job.passage(x, s, e)  # type: ignore[attr-defined]
+            raw, raw_ids = raw_job.passage(x, s, e)  # type: ignore[attr-defined]
+            assert ids == raw_ids and passage == qa.unwrap(raw)
+            joined += raw.count("\n") - passage.count("\n")
             covered |= set(ids)
             for n, qid in enumerate(ids, 1):
-                q = next(q for q in x["quotes"] if q["id"] == qid)
-                seg = re.search(rf"\|{n}\|(.*?)\|{n}\|", marked, flags=re.S)
-                assert seg is not None
-                assert novel.text[q["start"]:q["end"]] in seg.group(1)
-    wanted = {q.id for q in novel.quotations if q.speaker not in
-              {"_group", "_unknowable", "_narr"}}
-    nested = {q.id for q in novel.quotations} - covered
-    assert covered <= wanted and len(wanted - covered) <= 0.01 * len(wanted), nested
+                assert passage.count(f"|{n}|") == 2, (qid, n)
+                seg = passage.split(f"|{n}|")[1]
+                words = novel.text[quotes[qid]["start"]:quotes[qid]["end"]].replace("_", " ")
+                assert " ".join(words.split()) in " ".join(seg.split()), qid
+    assert joined > 1000  # PDNC's texts are hard-wrapped: the prompt's lines are joined
+    wanted = set()
+    for q in novel.quotations:
+        if q.speaker not in {"_group", "_unknowable", "_narr"}:
+            wanted |= ({f"{q.id}-{k}" for k in range(len(q.spans))} if unit == "subquote"
+                       else {q.id})
+    assert covered <= wanted and len(wanted - covered) <= 0.01 * len(wanted), wanted - covered
 
 
 def test_alias_mapping_is_exact(shared_data: Path) -> None:

@@ -29,3 +29,22 @@ def test_probe_task_and_analyse_commands(tmp_path: Path) -> None:
     assert out.with_suffix(".json").is_file()
     assert main(["probe", "csg", "--novels", str(tmp_path / "nowhere"), "--model",
                  "scripted:echo", "--runs-dir", str(runs)]) == 1  # a clear error
+
+
+def test_task_quote_attribution_defaults_are_the_authors(tmp_path: Path) -> None:
+    """`task quote-attribution`: 2000 new tokens, unwrapped passages and sub-quotes unless
+    told otherwise (`--max-new-tokens`, `--no-unwrap`, `--unit quote`)."""
+    from recitation.runs.store import RunStore
+
+    runs = tmp_path / "runs"
+    common = ["--novels", TINY, "--model", "scripted:echo", "--runs-dir", str(runs),
+              "--chunk-tokens", "64", "--stride-tokens", "16"]
+    assert main(["task", "quote-attribution", *common]) == 0
+    assert main(["task", "quote-attribution", *common, "--max-new-tokens", "300",
+                 "--no-unwrap", "--unit", "quote"]) == 0
+    got = set()
+    for r in list_runs(runs):
+        with RunStore(Path(r["path"])) as store:
+            p = (store.get_meta("config") or {})["params"]
+        got.add((p["max_new_tokens"], p["unwrap"], p["unit"]))
+    assert got == {(2000, True, "subquote"), (300, False, "quote")}

@@ -110,12 +110,14 @@ def test_small_real_run_on_smollm2(local_model, shared_data: Path) -> None:  # t
     chars = {r["Character ID"]: r["Main Name"] for r in _csv_rows(TINY / "character_info.csv")}
     tiny_names = _names_by_character(TINY)
     attributed = [q for r in task for q in r["quotes"]]
-    assert sorted(q["id"] for q in attributed) == sorted(quotes_tiny)  # each quote once
+    spans = {k: len(ast.literal_eval(r["quoteByteSpans"])) for k, r in quotes_tiny.items()}
+    assert sorted(q["id"] for q in attributed) == sorted(  # each sub-quote once (the unit)
+        f"{k}-{i}" for k, n in spans.items() for i in range(n))
     for q in attributed:
-        row = quotes_tiny[q["id"]]
+        row = quotes_tiny[q["id"].rsplit("-", 1)[0]]
         assert (q["type"], chars[str(q["speaker"])]) == (row["quoteType"], row["speaker"])
-        assert q["speaker_quotes"] == sum(x["speaker"] == row["speaker"]
-                                          for x in quotes_tiny.values())
+        assert q["speaker_quotes"] == sum(spans[k] for k, x in quotes_tiny.items()
+                                          if x["speaker"] == row["speaker"])
         if q["predicted_id"] is not None:  # the answer is a name of the predicted character
             assert q["prediction"] in tiny_names[chars[str(q["predicted_id"])]]
         assert q["correct"] == (q["predicted_id"] is not None

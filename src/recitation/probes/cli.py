@@ -43,7 +43,8 @@ def cmd_task(args: argparse.Namespace) -> int:
     params: dict[str, Any] = {"chunk_tokens": args.chunk_tokens,
                               "stride_tokens": args.stride_tokens, "strategy": args.strategy,
                               "min_quotes": args.min_quotes,
-                              "max_new_tokens": args.max_new_tokens}
+                              "max_new_tokens": args.max_new_tokens, "unwrap": args.unwrap,
+                              "unit": args.unit}
     if args.max_chapters:
         params["max_chapters"] = args.max_chapters
     return _run("quote_attribution", args, params)
@@ -142,7 +143,14 @@ def add_task_parser(sub: Any) -> None:
     p.add_argument("--min-quotes", type=int, default=10)
     p.add_argument("--max-chapters", type=int, default=0,
                    help="only the first N chapters with quotes of each novel (0: all)")
-    p.add_argument("--max-new-tokens", type=int, default=512)
+    p.add_argument("--max-new-tokens", type=int, default=2000,
+                   help="the reply's token limit (the authors: 2000)")
+    p.add_argument("--no-unwrap", dest="unwrap", action="store_false",
+                   help="show the chunk's raw hard-wrapped lines (default: joined as the "
+                   "authors' clean_context)")
+    p.add_argument("--unit", choices=["subquote", "quote"], default="subquote",
+                   help="subquote: each span of a quotation split by narration apart (the "
+                   "authors' unit, default); quote: the whole quotation as one")
     p.set_defaults(func=cmd_task)
     p = tsub.add_parser("analyse", help="table 2 and propensity matching from probe and "
                         "task runs (docs/probes.md)")

@@ -7,19 +7,28 @@ HF ``return_overflowing_tokens``); tokens are counted with the model's tokenizer
 one (each whitespace word counted as `` word``), else one per word. Chunks end at word
 boundaries and never cut a quote: a cut inside a quote moves to the quote's end (the next
 chunk starts at or before the quote), so every quote lies whole in at least one chunk.
-Quotes are marked ``|n|...|n|`` from 1 in each chunk. The prompt is the authors' chain of
-thought with the character-to-alias list (``Main=alias=alias``, the speakers' characters,
-honorific-less variants added when unambiguous, as ``get_enhanced_char_list``).
+Quotes are marked ``|n|...|n|`` from 1 in each chunk; then (``unwrap``, the default) the
+marked chunk is unwrapped as the authors' ``clean_context`` does (:func:`unwrap`). The
+prompt is the authors' chain of thought with the character-to-alias list
+(``Main=alias=alias``, the speakers' characters, honorific-less variants added when
+unambiguous, as ``get_enhanced_char_list``); the reply may run to ``max_new_tokens`` (the
+authors: 2000).
+
+The unit (``unit``) is the authors' by default: the sub-quote, each span of PDNC's
+``quoteByteSpans`` (a quotation interrupted by narration, ``"I think," said he, "that..."``,
+is two sub-quotes, marked, answered and scored apart; id ``<quoteID>-<k>``, as the rows of
+the authors' ``quote_info.csv``); ``quote`` marks a whole quotation, narration inside it
+included, as one.
 
 Strategies: ``first`` (each quote's first prediction is kept, the normal prompt) and
 ``incremental`` (the default, as the paper's experiments: from the second chunk of a
 chapter, earlier predictions of the quotes this chunk repeats are given in the incremental
 prompt and the new prediction replaces them). Predicted names map to character ids through
 the alias list, exactly (the authors' ``alias2id`` falls back to substring matching; the
-paper says no lenient matching: we follow the paper). Accuracy over quotes whose speaker has
-at least ``min_quotes`` quotes (the paper: 10), overall, explicit and other; a quote never
-answered counts as wrong. A reply that does not parse records its error; its quotes are
-unanswered.
+paper says no lenient matching: we follow the paper). Accuracy over quotes (in the unit)
+whose speaker has at least ``min_quotes`` of them (the paper: 10), overall, explicit and
+other; a quote never answered counts as wrong. A reply that does not parse records its
+error; its quotes are unanswered.
 """
 
 from __future__ import annotations
@@ -171,6 +180,22 @@ def mark_quotes(text: str, a: int, quotes: list[tuple[str, int, int]]) -> tuple[
     return "".join(out), ids
 
 
+_HARD_WRAP = re.compile(r"([\w.,:])\n([\w.,:])")
+
+
+def unwrap(text: str) -> str:
+    """The passage as the authors' ``clean_context`` (``incremental_pred.py``) leaves it, in
+    the same three passes: a lone newline between two characters that are each a word
+    character, ``.``, ``,`` or ``:`` becomes a space (a blank line, or a line ending or
+    starting with a quotation mark, ``;``, ``!``, ``?``, ``-`` or a space, is kept; each
+    join consumes the character after the newline, so a line of one character is joined to
+    the line before only); every ``_`` becomes a space; each run of three spaces, left to
+    right, becomes one. Quote markers ``|n|`` are untouched (``|`` is in no pass), and no
+    line is joined across one."""
+    text = _HARD_WRAP.sub(r"\1 \2", text)
+    return text.replace("_", " ").replace("   ", " ")
+
+
 def parse_predictions(output: str) -> dict[str, str]:
     """``{'1': 'Anne', ...}`` from a reply: the first ``{...}`` as JSON or a Python literal
     (a key's digits are its id: ``quote_id_1`` is 1), else ``id : name`` lines (a reply cut
@@ -204,22 +229,42 @@ class QuoteAttributionParams(BaseModel):
     min_quotes: int = Field(10, ge=1, description="evaluate speakers with >= this many quotes")
     max_chapters: int | None = Field(None, ge=1, description="only the first N chapters with "
                                      "quotes of each novel (default: all)")
-    max_new_tokens: int = Field(512, ge=1)
+    max_new_tokens: int = Field(2000, ge=1, description="the authors: 2000")
+    unwrap: bool = Field(True, description="unwrap hard-wrapped lines of each marked chunk "
+                         "as the authors' clean_context; False: the raw text")
+    unit: Literal["subquote", "quote"] = Field(
+        "subquote", description="subquote: each span of quoteByteSpans apart (the authors' "
+        "quote_info.csv rows); quote: a whole quotation, narration inside it included")
 
 
-def chapter_items(novel: PdncNovel, max_chapters: int | None) -> list[WorkItem]:
-    speakers = {q.speaker for q in novel.quotations} - NON_CHARACTERS
-    table = alias_table(novel, speakers)
-    counts = Counter(q.speaker for q in novel.quotations)
+def quote_units(novel: PdncNovel, unit: str) -> list[dict[str, Any]]:
+    """The quotes to attribute (speaker not in NON_CHARACTERS): ``{id, start, end, speaker
+    (name), type}``; a sub-quote per span (id ``Q18-1``), or a quotation first span start
+    to last span end."""
+    out = []
+    for q in novel.quotations:
+        if q.speaker in NON_CHARACTERS:
+            continue
+        spans = (list(enumerate(q.spans)) if unit == "subquote"
+                 else [(None, (q.spans[0][0], q.spans[-1][1]))])
+        for k, (s, e) in spans:
+            out.append({"id": q.id if k is None else f"{q.id}-{k}", "start": s, "end": e,
+                        "speaker": q.speaker, "type": q.quote_type})
+    return out
+
+
+def chapter_items(novel: PdncNovel, max_chapters: int | None,
+                  unit: str = "subquote") -> list[WorkItem]:
+    units = quote_units(novel, unit)
+    table = alias_table(novel, {u["speaker"] for u in units})
+    counts = Counter(u["speaker"] for u in units)
     out = []
     for k, (a, b) in enumerate(chapter_bounds(novel.text)):
         quotes: list[dict[str, Any]] = []
-        for q in novel.quotations:
-            s, e = q.spans[0][0], q.spans[-1][1]
-            if a <= s < b and q.speaker not in NON_CHARACTERS:
-                c = novel.character(q.speaker)
-                quotes.append({"id": q.id, "start": s, "end": e,
-                               "speaker": c.id if c else None, "type": q.quote_type})
+        for u in units:
+            if a <= u["start"] < b:
+                c = novel.character(u["speaker"])
+                quotes.append({**u, "speaker": c.id if c else None})
         if not quotes:
             continue
         end = max([b, *(int(q["end"]) for q in quotes)])
@@ -241,8 +286,8 @@ class QuoteAttributionJob(Job):
     def items(self) -> list[WorkItem]:
         if not self.params.novels:
             raise ConfigError("quote_attribution: params.novels is empty; give novel folders")
-        return [it for f in self.params.novels
-                for it in chapter_items(load_novel(f), self.params.max_chapters)]
+        return [it for f in self.params.novels for it in chapter_items(
+            load_novel(f), self.params.max_chapters, self.params.unit)]
 
     def input_files(self) -> dict[str, Path]:
         return {f"novel{i}": Path(f) / "quotation_info.csv"
@@ -264,6 +309,16 @@ class QuoteAttributionJob(Job):
         quotes = [(q["start"] - a, q["end"] - a) for q in payload["quotes"]]
         return chunk_spans(words, quotes, self.params.chunk_tokens, self.params.stride_tokens)
 
+    def passage(self, payload: dict[str, Any], s: int, e: int) -> tuple[str, list[str]]:
+        """The chunk ``text[s:e]`` of a chapter as the prompt shows it: its whole quotes
+        marked (:func:`mark_quotes`), then unwrapped (:func:`unwrap`) unless
+        ``unwrap=False``; and the marked quote ids in order."""
+        a = payload["start"]
+        inside = [(q["id"], q["start"], q["end"]) for q in payload["quotes"]
+                  if s <= q["start"] - a and q["end"] - a <= e]
+        marked, ids = mark_quotes(payload["text"][s:e], a + s, inside)
+        return (unwrap(marked) if self.params.unwrap else marked), ids
+
     async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
         require_access(["quote_attribution"], model.capabilities, model.backend)
         import asyncio
@@ -276,9 +331,7 @@ class QuoteAttributionJob(Job):
         errors: list[str] = []
         chunks: list[dict[str, Any]] = []
         for s, e in self.chunks(x, model):
-            inside = [(q["id"], q["start"], q["end"]) for q in x["quotes"]
-                      if s <= q["start"] - x["start"] and q["end"] - x["start"] <= e]
-            marked, ids = mark_quotes(x["text"][s:e], x["start"] + s, inside)
+            marked, ids = self.passage(x, s, e)
             previous = {str(i + 1): preds[q] for i, q in enumerate(ids) if q in preds}
             if p.strategy == "incremental" and previous:
                 prompt = INCREMENTAL_PROMPT.format(passage=marked, previous=previous,
@@ -347,6 +400,8 @@ QUOTE_ATTRIBUTION = MethodInfo(
     calls_formula="1 generation per chunk (a chapter is one or more chunks)",
     job="quote_attribution", family="quote_attribution", unit="event",
     select="task quote-attribution",
-    options=("chunk_tokens", "stride_tokens", "strategy", "min_quotes", "max_new_tokens"),
-    summary="chapters in overlapping chunks with quotes marked |n|; chain-of-thought prompt "
-    "with the alias list; exact alias -> character mapping; accuracy all / explicit / other")
+    options=("chunk_tokens", "stride_tokens", "strategy", "min_quotes", "max_new_tokens",
+             "unwrap", "unit"),
+    summary="chapters in overlapping chunks with sub-quotes (or quotes) marked |n|, hard "
+    "wraps joined; chain-of-thought prompt with the alias list; exact alias -> character "
+    "mapping; accuracy all / explicit / other")
