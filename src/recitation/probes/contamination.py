@@ -96,7 +96,8 @@ class ContaminationJob(Job):
 
     def __init__(self, params: ContaminationParams, seed: int) -> None:
         super().__init__(params, seed)
-        self._drawn: dict[tuple[str, str], dict[str, set[str]]] = {}
+        # per model: every pool record's token count, and each novel's drawn ids
+        self._drawn: dict[tuple[str, str], tuple[dict[str, int], dict[str, set[str]]]] = {}
 
     def items(self) -> list[WorkItem]:
         """Every record of every novel: the draw needs the model's tokenizer, so it is made
@@ -112,23 +113,24 @@ class ContaminationJob(Job):
                                     {"novel": name, "text": text, "pool": True}))
         return out
 
-    def drawn(self, novel: str, model: Model) -> set[str]:
-        """The ids drawn from ``novel``'s pool items (:func:`draw`). Every novel is drawn
-        once per model, from the job's work items (a run's stored items: a resumed run
-        draws the same)."""
+    def drawn(self, model: Model) -> tuple[dict[str, int], dict[str, set[str]]]:
+        """Every pool item's token count and the ids drawn per novel (:func:`draw`), made
+        once per model from the job's work items (a run's stored items: a resumed run draws
+        the same)."""
         key = (model.backend, model.name)
         if key not in self._drawn:
             p, tok = self.params, model.tokenizer()
-            counts: dict[str, list[tuple[str, int]]] = defaultdict(list)
+            counts = {it.id: token_count(tok, it.payload["text"])
+                      for it in self.work_items() if it.payload.get("pool")}
+            by_novel: dict[str, list[tuple[str, int]]] = defaultdict(list)
             for it in self.work_items():
-                if it.payload.get("pool"):
-                    counts[it.payload["novel"]].append(
-                        (it.id, token_count(tok, it.payload["text"])))
-            self._drawn[key] = {
-                name: set(draw(c, p.fraction, p.min_tokens, p.max_tokens, p.max_records,
-                               random.Random(f"{self.seed}:{name}")))
-                for name, c in counts.items()}
-        return self._drawn[key].get(novel, set())
+                if it.id in counts:
+                    by_novel[it.payload["novel"]].append((it.id, counts[it.id]))
+            chosen = {name: set(draw(c, p.fraction, p.min_tokens, p.max_tokens,
+                                     p.max_records, random.Random(f"{self.seed}:{name}")))
+                      for name, c in by_novel.items()}
+            self._drawn[key] = (counts, chosen)
+        return self._drawn[key]
 
     def input_files(self) -> dict[str, Path]:
         return {f"novel{i}": Path(f) / "quotation_info.csv"
@@ -139,11 +141,14 @@ class ContaminationJob(Job):
         p, tok = self.params, model.tokenizer()
         keep = []
         out: dict[str, dict[str, Any]] = {}
+        counts, drawn = self.drawn(model)
         for it in items:
-            n = token_count(tok, it.payload["text"])
+            n = counts.get(it.id)
+            if n is None:
+                n = token_count(tok, it.payload["text"])
             inside = p.min_tokens < n < p.max_tokens
             if it.payload.get("pool"):
-                chosen = it.id in self.drawn(it.payload["novel"], model)
+                chosen = it.id in drawn.get(it.payload["novel"], set())
             else:  # an item of an older run: sampled when the run was made
                 chosen = inside
             if chosen:
