@@ -244,16 +244,47 @@ def quick(shared_data: Path):  # type: ignore[no-untyped-def]
                           root=organisms_root())
 
 
+def _session_cache() -> Path:
+    from recitation._cachedir import cache_dir
+
+    return cache_dir()
+
+
+SESSION_CACHE = _session_cache()
+"""The cache folder the suite was started with (``RECITATION_CACHE_DIR``, e.g. CI's, else the
+user's), read before any test points its own there. The real-model runs that a suite repeats
+unchanged (the benchmark, the demo audit, PROPME on the organism) keep their model answers in
+its response cache, as a user's second run does: a first run on an empty cache computes every
+answer for real; a second reads them back. The keys carry the weights and a digest of the
+decoding code and the torch / transformers versions (``LocalModel.answer_code``), so a change
+to any of them computes again. Every other test gets a cache of its own."""
+
+
+@pytest.fixture(scope="session")
+def session_cache() -> Path:
+    """:data:`SESSION_CACHE`, for a fixture of a wider scope that sets it itself."""
+    return SESSION_CACHE
+
+
+@pytest.fixture
+def session_responses(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's response cache is :data:`SESSION_CACHE`'s (its models stay where they
+    are)."""
+    monkeypatch.setenv("RECITATION_CACHE_DIR", str(SESSION_CACHE))
+    return SESSION_CACHE
+
+
 def run_demo(work: Path, shared: Path, *extra: str) -> str:
-    """``recitation demo --limit 4 --recap-passages 1`` in a process of its own, its response
-    cache and runs under ``work``; its output (a non-zero exit fails the test with the
-    output). RECAP on one passage of each group: RECAP is most of the demo's time."""
+    """``recitation demo --limit 4 --recap-passages 1`` in a process of its own, its runs
+    under ``work``, its answers in the session's response cache (:data:`SESSION_CACHE`); its
+    output (a non-zero exit fails the test with the output). RECAP on one passage of each
+    group: RECAP is most of the demo's time."""
     import subprocess
     import sys
 
     from recitation.models.local import model_cache_dir
 
-    env = dict(os.environ, RECITATION_CACHE_DIR=str(work / "cache"), COLUMNS="200",
+    env = dict(os.environ, RECITATION_CACHE_DIR=str(SESSION_CACHE), COLUMNS="200",
                RECITATION_DATA=str(shared), RECITATION_MODEL_CACHE_DIR=str(model_cache_dir()))
     p = subprocess.run([sys.executable, "-m", "recitation.cli", "demo", "--limit", "4",
                         "--recap-passages", "1", "--runs-dir", str(work / "runs"), *extra],

@@ -32,7 +32,10 @@ def test_demo_twice_second_from_cache(demo_audit: tuple[Path, str], shared_data:
     assert html.exists() and "<script>" in html.read_text(encoding="utf-8")[:5000]
     findings = json.loads(html.with_suffix(".json").read_text(encoding="utf-8"))
     assert [m["spec"] for m in findings["models"]] == ["smollm2", "organism:quick:epoch2"]
-    assert "backend calls 0," not in first.split("Audit verdict")[0].splitlines()[-2]
+    made = re.findall(r"backend calls (\d+), from cache (\d+)", first)
+    # each of the 8 runs asked its model; the session's response cache (conftest.py) answers
+    # what an earlier run of the suite (or the benchmark before it) asked already
+    assert len(made) == 8 and all(int(b) + int(c) > 0 for b, c in made), first
 
     second = demo_runner(work, shared_data)
     calls = re.findall(r"backend calls (\d+), from cache (\d+)", second)

@@ -20,9 +20,12 @@ from recitation.organism.build import BuildResult
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
-GT = QUICK.model_copy(update={"epochs": (0, 2)})
+GT = QUICK.model_copy(update={"epochs": (0, 2), "cache": True})
 """The quick preset on the base model (epoch 0) and the last checkpoint: what every check
-reads (epoch 1 adds run time, no check)."""
+reads (epoch 1 adds run time, no check). Its model answers go through the session's response
+cache (tests/conftest.py ``SESSION_CACHE``): a first run of the suite computes them, a second
+reads them back; every detector, PEARL and prefix score is computed again from them either
+way, and the determinism test below recomputes PEARL's sampled answers with no cache."""
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +39,10 @@ def out_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def results(quick_organism: Path, out_dir: Path) -> dict[str, Any]:
-    return benchmark(GT, out_dir)
+def results(quick_organism: Path, out_dir: Path, session_cache: Path) -> dict[str, Any]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RECITATION_CACHE_DIR", str(session_cache))
+        return benchmark(GT, out_dir)
 
 
 def _det(results: dict[str, Any], method: str, epoch: int, dose: str = "all") -> dict[str, Any]:
@@ -54,6 +59,7 @@ def test_every_unit_ran_on_every_checkpoint(results: dict[str, Any]) -> None:
     expected = {(e, u) for e in (0, 2) for u in GT.units if u not in ("pearl", "extract")}
     assert units == expected | {(2, "pearl")}  # extract: no helper given
     assert all(c["status"] == "completed" and c["calls"] > 0 for c in results["costs"])
+    assert all(0 <= c["from_cache"] <= c["calls"] for c in results["costs"])
     methods = {r["method"] for r in results["detection"]}
     assert {"loss", "zlib", "min_k_20", "recall", "dcpdd", "pearl_bitflip_sensitivity",
             "pearl_synonym_sensitivity", "prefix_lcp_words"} <= methods
@@ -103,12 +109,15 @@ def test_same_seed_same_numbers(results: dict[str, Any], quick_organism: Path,
                                 tmp_path: Path) -> None:
     """A second benchmark in a fresh directory (every call made again: no cache, no saved
     unit) on the last checkpoint, with sampled generation (PEARL: its scores come from
-    sampled generations): the same numbers as the first. (Scoring, the white-box unit, and
+    sampled generations): the same numbers as the first (computed in this run, or read from
+    the session's response cache, written by an earlier run of the suite: then the check
+    spans two processes and runs). (Scoring, the white-box unit, and
     greedy decoding, the prefix unit, are deterministic by construction: a forward pass per
     step with no draw, tested against transformers in tests/models/test_local.py.)"""
     cfg = QUICK.model_copy(update={"epochs": (2,), "units": ("pearl",)})
+    assert not cfg.cache
     again = benchmark(cfg, tmp_path / "again")
-    assert all(c["calls"] > 0 for c in again["costs"])
+    assert all(c["calls"] > 0 and c["from_cache"] == 0 for c in again["costs"])
 
     def at2(res: dict[str, Any], key: str, units: set[str]) -> str:
         rows = [r for r in res[key] if r["epoch"] == 2 and r.get("family", "prefix") in units]
@@ -134,14 +143,15 @@ def test_saved_units_are_reused_and_analysed_alone(results: dict[str, Any], out_
 
 @pytest.mark.xdist_group("model")  # the other worker's share (tests/conftest.py)
 def test_extract_unit_runs_dsp_and_recap_on_the_organism(quick_organism: Path,
-                                                         tmp_path: Path) -> None:
+                                                         tmp_path: Path,
+                                                         session_responses: Path) -> None:
     """DSP, RECAP and RECAP + filter with the organism as target and the embedded model as
     helper (one passage per group, one feedback round, short helper replies: CI-sized):
     every passage gets an extraction, the costs are ordered as the methods nest, and no
     non-member is extracted."""
     cfg = QUICK.model_copy(update={
         "helper": "smollm2", "units": ("extract",), "epochs": (2,), "extract_passages": 1,
-        "extract_rounds": 1, "helper_max_tokens": 48, "filter_epochs": 2})
+        "extract_rounds": 1, "helper_max_tokens": 48, "filter_epochs": 2, "cache": True})
     res = benchmark(cfg, tmp_path / "extract")
     rows = res["agentic"]
     groups = ("dose1", "dose4", "dose16", "nonmember")

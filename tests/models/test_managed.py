@@ -40,6 +40,53 @@ async def test_cache_serves_deterministic_calls_across_runs(tmp_path: Path) -> N
     assert again.stats.backend_calls == 0 and again.stats.served_from_cache == 4
 
 
+async def test_answers_of_other_code_are_never_reused(tmp_path: Path) -> None:
+    """A backend that answers in this process (the local model) puts a digest of its
+    answering code in the key: the cache written by one version is not read by another."""
+    class Versioned(ScriptedModel):
+        def __init__(self, code: str | None) -> None:
+            super().__init__()
+            self.code = code
+
+        def answer_code(self) -> str | None:
+            return self.code
+
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    await ManagedModel(Versioned("v1"), cache=cache).generate(reqs(2))
+    for code, hits in (("v1", 2), ("v2", 0), (None, 0), ("v2", 2)):
+        m = ManagedModel(Versioned(code), cache=cache)
+        await m.generate(reqs(2))
+        assert m.stats.served_from_cache == hits, (code, m.stats)
+
+
+def test_local_answer_code_follows_the_decoding_code_and_libraries(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local backend's digest changes with its decoding module's source and with the
+    torch / transformers versions (read from the installed packages' metadata)."""
+    import importlib.metadata
+
+    from recitation.models import local
+
+    def digest() -> str:
+        local.answer_code.cache_clear()
+        return local.answer_code()
+
+    try:
+        first = digest()
+        assert first == digest() and len(first) == 16
+        monkeypatch.setattr(local, "ANSWER_CODE", ("recitation.models._decode",))
+        assert digest() != first  # the conversion code (local.py) left out
+        monkeypatch.undo()
+        real = importlib.metadata.version
+        monkeypatch.setattr(importlib.metadata, "version",
+                            lambda lib: "0.0" if lib == "torch" else real(lib))
+        assert digest() != first
+        monkeypatch.undo()
+        assert digest() == first
+    finally:
+        local.answer_code.cache_clear()
+
+
 async def test_sampled_without_seed_is_never_reused(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path / "c.sqlite")
     inner = ScriptedModel()

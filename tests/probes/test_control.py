@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,6 +28,38 @@ def test_training_texts_are_the_probed_passages(shared_data: Path) -> None:
         assert text in flat  # the unmasked passage is the novel's text
     for text in texts[len(cloze):]:
         assert " ".join(text.split()) in flat
+
+
+def test_probed_model_keeps_one_backend_call_per_pass_and_reads_the_cache_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Behind the response cache a probe pass still reaches a batching backend as one call
+    of all its texts (the bare model's prefix groups, so its numbers); a second control over
+    the same cache makes no call, with the same scores."""
+    import asyncio
+    from dataclasses import replace
+
+    from recitation.models.scripted import ScriptedModel
+
+    class Batching(ScriptedModel):
+        capabilities = replace(ScriptedModel.capabilities, batching=True)
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls: list[int] = []
+
+        async def score(self, texts: list[str]) -> list[Any]:
+            self.calls.append(len(texts))
+            return await super().score(texts)
+
+    monkeypatch.setenv("RECITATION_CACHE_DIR", str(tmp_path / "cache"))
+    texts = [f"Passage {i} before the mask then Name{i % 3} said" for i in range(40)]
+    bare, first, second = Batching(), Batching(), Batching()
+    ref = asyncio.run(control.probed_model(bare, cache=False).score(texts))
+    got = asyncio.run(control.probed_model(first, cache=True).score(texts))
+    again = asyncio.run(control.probed_model(second, cache=True).score(texts))
+    assert bare.calls == first.calls == [40] and second.calls == []
+    assert [s.logprobs for s in got] == [s.logprobs for s in again] == [
+        s.logprobs for s in ref]
 
 
 def test_verdict_can_fail() -> None:
@@ -65,7 +98,8 @@ def test_paired_test_counts_gains_and_matches_the_binomial_tail() -> None:
 @pytest.mark.model
 @pytest.mark.slow
 def test_name_cloze_and_csg_rise_on_trained_novels_only(
-    shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    session_responses: Path
 ) -> None:
     """``recitation probe control`` end to end, then its verdict in ``task analyse``: SmolLM2
     fine-tuned on Persuasion's 4 cloze passages and the passages (3 sentences either side)
@@ -76,7 +110,10 @@ def test_name_cloze_and_csg_rise_on_trained_novels_only(
     probes-control-csg.md run 5). Measured with 8 CSG quotes (docs/probes.md): name cloze
     0.00 -> 0.75 on Persuasion, 0.25 -> 0.00 on Hard Times; CSG-M (cloze) 0.00 -> 0.38 and
     0.00 -> 0.00. With the authors' prompt (generation, or the prompt scored) CSG-M stays
-    0 after fine-tuning at two doses: the 135M model copies the replacement name."""
+    0 after fine-tuning at two doses: the 135M model copies the replacement name.
+    The probes' scores go through the session's response cache (conftest.py): a first run of
+    the suite computes them, a second reads them back (the verdicts are computed either
+    way)."""
     from recitation.cli import main
 
     # trained and probed at 2 threads, as measured (the last bits of the weights depend on

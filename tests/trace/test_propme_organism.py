@@ -62,7 +62,11 @@ def _propme(work: Path, target: str) -> dict[str, Any]:
 @pytest.mark.model
 @pytest.mark.slow
 @pytest.mark.xdist_group("model")  # the other worker's share (tests/conftest.py)
-def test_organism_capability_above_propensity_and_above_base(corpus: Path) -> None:
+def test_organism_capability_above_propensity_and_above_base(corpus: Path,
+                                                            session_responses: Path) -> None:
+    """The answers of both models go through the session's response cache (conftest.py):
+    computed by a first run of the suite, read back by a second; the tracing runs either
+    way."""
     org = _propme(corpus, "organism:quick:epoch2")
     base = _propme(corpus, "smollm2")
     g, b = org["groups"], base["groups"]

@@ -153,7 +153,9 @@ def cost_row(o: UnitOutcome) -> dict[str, Any]:
     return {"epoch": o.epoch, "unit": o.unit, "status": o.status,
             "calls": o.calls.get("calls", 0), "input_tokens": o.calls.get("input_tokens", 0),
             "output_tokens": o.calls.get("output_tokens", 0),
-            "errors": o.calls.get("errors", 0), "cpu_seconds": round(o.cpu_seconds, 1),
+            "errors": o.calls.get("errors", 0),
+            "from_cache": o.calls.get("served_from_cache", 0),
+            "cpu_seconds": round(o.cpu_seconds, 1),
             "wall_seconds": round(o.wall_seconds, 1), "run_dir": o.run_dir}
 
 

@@ -58,6 +58,10 @@ def add_bench_parser(sub: Any) -> None:
     g.add_argument("--bootstrap", type=int, default=None, metavar="N",
                    help="bootstrap resamples for the intervals (default 1000; quick 200)")
     g.add_argument("--seed", type=int, default=None)
+    g.add_argument("--cache", action="store_true", default=None,
+                   help="read and write the response cache (deterministic calls; keyed on the "
+                   "weights and the decoding code): a re-run reuses the model's answers; "
+                   "costs then count the cache's answers")
     g.add_argument("--out", type=Path, default=None,
                    help="output directory (default: bench/groundtruth-<organism>)")
     g.add_argument("--analyse-only", action="store_true", help="analyse the units already "
@@ -82,7 +86,7 @@ def make_bench_config(args: argparse.Namespace) -> Any:
               "helper": args.helper, "extract_rounds": args.extract_rounds,
               "extract_passages": args.extract_passages,
               "extract_epochs": tuple(args.extract_epochs) if args.extract_epochs else None,
-              "n_bootstrap": args.bootstrap, "seed": args.seed}
+              "n_bootstrap": args.bootstrap, "seed": args.seed, "cache": args.cache}
     try:
         return GroundTruthConfig(**(base.model_dump() | {k: v for k, v in fields.items()
                                                         if v is not None}))

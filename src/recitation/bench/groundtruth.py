@@ -14,8 +14,13 @@ each method's calls, tokens and CPU seconds are its own):
   continuation, scored against the true second half (exact match, 40-token verbatim
   passages, longest common prefix, ROUGE-L).
 
-The response cache is off for these runs (every call is made and counted; a second run of
-the benchmark recomputes everything, which is what the determinism test checks). Each unit's
+The response cache is off for these runs by default (every call is made and counted; a
+second run of the benchmark recomputes everything, which is what the determinism test checks).
+With ``cache=True`` (``--cache``) deterministic calls are read from and written to the
+cross-run response cache, whose local-model keys carry the weights' identity and a digest of
+the decoding code and libraries (:func:`recitation.models.local.answer_code`): only the model's
+forward passes are reused, every method's computation on them runs again; a unit's calls then
+count the cache's answers (``served_from_cache``) and its CPU seconds are not its cost. Each unit's
 outcome is saved under ``OUT/units/`` with a key of everything that determines it, so a
 killed benchmark resumes where it stopped. :mod:`recitation.bench.analysis` builds the
 tables.
@@ -70,6 +75,7 @@ class GroundTruthConfig(BaseModel):
     n_bootstrap: int = Field(1000, ge=0)
     batch_size: int = Field(16, ge=1)  # requests per batched model call (local backend)
     seed: int = 0
+    cache: bool = False  # the cross-run response cache for deterministic calls (module doc)
     # the extract unit (DSP, RECAP, RECAP + filter): runs only when a helper is given
     helper: str | None = None  # model spec of RECAP's helper (summaries, hints, judge)
     extract_methods: tuple[str, ...] = ("dsp", "recap", "recap_filter")
@@ -185,20 +191,20 @@ def unit_key(job: str, params: dict[str, Any], seed: int, model_id: dict[str, An
 
 
 async def run_unit(job: str, params: dict[str, Any], model: str, seed: int, runs_dir: Path,
-                   batch_size: int = 16
+                   batch_size: int = 16, cache: bool = False
                    ) -> tuple[dict[str, Any], list[dict[str, Any]], Path, str]:
-    """Create and execute one run (response cache off); returns its call totals, records,
-    directory and status."""
+    """Create and execute one run (the response cache off unless ``cache``); returns its
+    call totals, records, directory and status."""
     from recitation.runs.config import RunConfig
     from recitation.runs.runner import create_run, execute
     from recitation.runs.store import RunStore
 
-    cfg = RunConfig(job=job, name=f"groundtruth-{job}", seed=seed, cache=False,
+    cfg = RunConfig(job=job, name=f"groundtruth-{job}", seed=seed, cache=cache,
                     model={"backend": "local", "model": model, "concurrency": 1,
                            "batch_size": batch_size},
                     params=params)
     run_dir = create_run(cfg, runs_dir)
-    outcome = await execute(run_dir, use_cache=False)
+    outcome = await execute(run_dir, use_cache=cache)
     with RunStore(run_dir) as store:
         records = [{"item_id": item_id} | r for item_id, r in store.results(job)]
         calls = store.call_totals()
@@ -226,7 +232,7 @@ def measure_unit(epoch: int, unit: str, cfg: GroundTruthConfig, files: dict[str,
     cpu0, wall0 = time.process_time(), time.perf_counter()
     calls, records, run_dir, status = asyncio.run(
         run_unit(job, params, f"organism:{cfg.organism}:epoch{epoch}", cfg.seed,
-                 out / "runs", cfg.batch_size))
+                 out / "runs", cfg.batch_size, cfg.cache))
     res = UnitOutcome(epoch, unit, key, status, records, calls,
                       time.process_time() - cpu0, time.perf_counter() - wall0, str(run_dir))
     saved.parent.mkdir(parents=True, exist_ok=True)

@@ -90,8 +90,14 @@ def cost_table(results: dict[str, Any]) -> list[str]:
         a[5] += 1
     rows = [[u, str(int(a[5]))] + [f"{a[i] / a[5]:.0f}" for i in range(5)]
             for u, a in agg.items()]
-    return _table(["unit", "checkpoints", "calls / checkpoint", "input tokens",
-                   "output tokens", "CPU s", "wall s"], rows)
+    lines = _table(["unit", "checkpoints", "calls / checkpoint", "input tokens",
+                    "output tokens", "CPU s", "wall s"], rows)
+    cached = sum(r.get("from_cache", 0) for r in results["costs"])
+    if cached:  # --cache: those calls cost nothing here, so the table is not their cost
+        total = sum(r["calls"] for r in results["costs"])
+        lines += ["", f"{cached} of these {total} calls were answered by the response cache "
+                  "(--cache): the CPU and wall seconds are not what they cost."]
+    return lines
 
 
 def markdown(results: dict[str, Any], methods: Sequence[str] | None = None) -> str:

@@ -233,6 +233,13 @@ class Model(abc.ABC):
         """What distinguishes this model's outputs (goes into every cache key)."""
         return {"backend": self.backend, "model": self.name}
 
+    def answer_code(self) -> str | None:
+        """A digest of the code that turns weights into answers, for backends that run the
+        model in this process (the local backend's decoding loop): it joins every cache and
+        resume key, so answers cached by other decoding code are never reused. ``None`` for
+        a served model (its server answers for its own code)."""
+        return None
+
     def provenance(self) -> dict[str, Any]:
         """What a report says answered the run: the identity, plus (where a backend knows
         them) the weights' file and SHA-256. Never secrets."""

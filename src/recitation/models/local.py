@@ -10,6 +10,10 @@ The organism's names are resolved by a plug-in looked up by name (:data:`ORGANIS
 through ``importlib``): ``recitation.models`` imports nothing from ``recitation.organism``,
 whose builder uses this backend.
 
+A model's cache and resume keys also carry :func:`answer_code`, a digest of the decoding and
+conversion code and of the torch and transformers versions: answers cached by other code are
+never reused.
+
 A model's :meth:`LocalModel.identity` (the key of the response cache and the run store) says
 what its weights are: the GGUF file's name for the embedded model; for an organism
 checkpoint its name and epoch, the organism's fingerprint and the SHA-256 of its weights
@@ -38,6 +42,7 @@ and standard deviation of log p over the vocabulary at each position (for Min-K%
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import importlib
 import logging
@@ -212,6 +217,32 @@ def _weights_key(src: Path) -> tuple[str, ...]:
     return (str(src.resolve()), *(f"{n}:{st.st_size}:{st.st_mtime_ns}" for n, st in stats))
 
 
+ANSWER_CODE = ("recitation.models._decode", "recitation.models.local")
+"""The modules whose source turns weights into answers (decoding, scoring, GGUF conversion)."""
+
+
+@functools.cache
+def answer_code() -> str:
+    """A digest of :data:`ANSWER_CODE`'s source and the torch and transformers versions: part
+    of every cache and resume key of a local model (:meth:`Model.answer_code`), so a change to
+    the decoding loop, the conversion or these libraries never reuses an answer cached
+    before it."""
+    from importlib.metadata import PackageNotFoundError, version
+    from importlib.util import find_spec
+
+    h = hashlib.sha256()
+    for name in ANSWER_CODE:
+        spec = find_spec(name)
+        origin = spec.origin if spec is not None else None
+        h.update(name.encode() + b"\0" + (Path(origin).read_bytes() if origin else b"") + b"\n")
+    for lib in ("torch", "transformers"):
+        try:
+            h.update(f"{lib}=={version(lib)}\n".encode())
+        except PackageNotFoundError:
+            h.update(f"{lib}: absent\n".encode())
+    return h.hexdigest()[:16]
+
+
 def shared_weights() -> list[str]:
     """The folders whose weights this process holds loaded for reuse (oldest first)."""
     with _SHARED_LOCK:
@@ -251,6 +282,9 @@ class LocalModel(Model):
                 ident["digest"] = directory_digest(self.directory)
             self._identity = ident
         return dict(self._identity)
+
+    def answer_code(self) -> str:
+        return answer_code()
 
     def provenance(self) -> dict[str, Any]:
         """The identity plus the weights actually used: the GGUF file's path and SHA-256 (the

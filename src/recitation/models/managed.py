@@ -3,7 +3,8 @@
 :class:`ManagedModel` is itself a :class:`~recitation.models.base.Model`, so methods never
 know whether they talk to a bare backend or a managed one. For each call it
 
-1. hashes the call (backend identity + every generation parameter + the prompt);
+1. hashes the call (backend identity, the digest of the code that answers in this process
+   where there is one, every generation parameter, the prompt);
 2. answers from the run store (a resumed run never repeats a completed call), then from the
    cross-run response cache — only for deterministic calls (greedy, or sampled with a seed);
 3. otherwise checks the budget, waits for the rate limiter (requests and tokens per minute),
@@ -176,6 +177,9 @@ class ManagedModel(Model):
     def identity(self) -> dict[str, Any]:
         return self.inner.identity()
 
+    def answer_code(self) -> str | None:
+        return self.inner.answer_code()
+
     async def aclose(self) -> None:
         await self.inner.aclose()
 
@@ -217,7 +221,9 @@ class ManagedModel(Model):
         token_estimates: list[int],
     ) -> list[T]:
         ident = self.inner.identity()
-        keys = [request_key(ident, kind, p) for p in payloads]
+        code = self.inner.answer_code()
+        keyed = ident | {"answer_code": code} if code else ident
+        keys = [request_key(keyed, kind, p) for p in payloads]
         out: list[T | None] = [None] * len(payloads)
         misses: list[int] = []
         for i, key in enumerate(keys):

@@ -104,6 +104,9 @@ def add_probe_parser(sub: Any) -> None:
     p.add_argument("--retrain", action="store_true",
                    help="fine-tune again even when the model cache holds a control model "
                    "with the same texts, settings, base weights, versions and training code")
+    p.add_argument("--no-cache", action="store_true",
+                   help="probe without the response cache (by default a model probed before, "
+                   "same weights and code, is answered from it)")
     p.set_defaults(func=cmd_control)
 
 
@@ -121,7 +124,7 @@ def cmd_control(args: argparse.Namespace) -> int:
         args.members, args.others, args.out, seed=args.seed, n_cloze=args.n_cloze,
         n_csg=args.n_csg, scoring=args.scoring, dose=args.dose, epochs=args.epochs,
         learning_rate=args.learning_rate, context_sentences=args.context_sentences,
-        retrain=args.retrain, say=console.print)
+        retrain=args.retrain, cache=not args.no_cache, say=console.print)
     text = control.report(result)
     (args.out / "control.md").write_text(text, encoding="utf-8")
     (args.out / "control.json").write_text(json.dumps(result, indent=2), encoding="utf-8")

@@ -207,17 +207,35 @@ def measure_label(measure_name: str, scoring: str) -> str:
     return MEASURES[measure_name]
 
 
+def probed_model(model: Any, cache: bool) -> Any:
+    """``model`` as the probes ask it: with ``cache``, behind the cross-run response cache
+    (keyed on its weights and decoding code), so a second control re-reads the scores of an
+    unchanged model. Every probe pass still reaches the backend as one call of all its
+    texts (the bare model's prefix groups, hence its numbers, to the last bit)."""
+    if not cache:
+        return model
+    from recitation.models.managed import Limits, ManagedModel
+    from recitation.runs.store import ResponseCache, default_cache_path
+
+    return ManagedModel(model, cache=ResponseCache(default_cache_path()),
+                        limits=Limits(concurrency=1, batch_size=1 << 30))
+
+
 def run_control(members: Sequence[str], others: Sequence[str], out_dir: Path, *,
                 seed: int = 0, n_cloze: int = 4, n_csg: int = 2, scoring: str = "logprob",
                 dose: int = 8, epochs: int = 3, learning_rate: float = 1e-4,
                 context_sentences: int = 10, threads: int | None = None,
-                retrain: bool = False,
+                retrain: bool = False, cache: bool = True,
                 say: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """Train on the members' probed passages, probe base and fine-tuned model on members and
     others; the figures and a verdict per measure. ``threads``: default as the local
     backend's (``RECITATION_THREADS``, else every core). The fine-tuned model is trained
-    once per content key and then reused (:func:`control_model`; ``retrain``: again)."""
+    once per content key and then reused (:func:`control_model`; ``retrain``: again); with
+    ``cache`` the probes' scores go through the response cache (:func:`probed_model`)."""
     from recitation.models.local import LocalModel
+
+    def probed(spec: str) -> Any:
+        return probed_model(LocalModel(spec, threads=threads), cache)
 
     threads = threads or LocalModel("smollm2").threads
     novels = [*members, *others]
@@ -227,12 +245,11 @@ def run_control(members: Sequence[str], others: Sequence[str], out_dir: Path, *,
                            epochs=epochs, learning_rate=learning_rate, seed=seed,
                            threads=threads)
     say("probing the base model")
-    base, base_hits = measure(LocalModel("smollm2", threads=threads), novels, seed, n_cloze,
-                              n_csg, scoring=scoring, context_sentences=context_sentences)
+    base, base_hits = measure(probed("smollm2"), novels, seed, n_cloze, n_csg,
+                              scoring=scoring, context_sentences=context_sentences)
     say("probing the fine-tuned model")
-    trained, trained_hits = measure(LocalModel(str(model_dir), threads=threads), novels, seed,
-                                    n_cloze, n_csg, scoring=scoring,
-                                    context_sentences=context_sentences)
+    trained, trained_hits = measure(probed(str(model_dir)), novels, seed, n_cloze, n_csg,
+                                    scoring=scoring, context_sentences=context_sentences)
     names = {Path(m).name for m in members}
     verdicts = [verdict(base, trained, names, m, (base_hits, trained_hits)) for m in MEASURES
                 if any(m in v for v in base.values())]
