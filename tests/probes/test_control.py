@@ -105,9 +105,10 @@ def test_name_cloze_and_csg_rise_on_trained_novels_only(
     fine-tuned on Persuasion's 4 cloze passages and the passages (3 sentences either side)
     of 4 explicit quotes whose corrupted passage names the replacement before the mask;
     Hard Times probed, not trained. Scoring 'fill': the scoring cloze, and CSG's cloze
-    variant scored at the mask. A third of the default training (4 copies, 2 epochs, lr
-    3e-4; measured: name cloze 0.00 -> 0.75, CSG-M 0.00 -> 0.25 on Persuasion, docs/
-    probes-control-csg.md run 5). Measured with 8 CSG quotes (docs/probes.md): name cloze
+    variant scored at the mask. A sixth of the default training (2 copies, 2 epochs, lr
+    3e-4; measured 2026-11-26: name cloze 0.00 -> 0.75, CSG-M 0.00 -> 0.25 on Persuasion,
+    Hard Times unchanged, as at 4 copies; at 1 copy CSG-M does not rise: docs/probes.md,
+    "How much training the test's control needs"). Measured with 8 CSG quotes (docs/probes.md): name cloze
     0.00 -> 0.75 on Persuasion, 0.25 -> 0.00 on Hard Times; CSG-M (cloze) 0.00 -> 0.38 and
     0.00 -> 0.00. With the authors' prompt (generation, or the prompt scored) CSG-M stays
     0 after fine-tuning at two doses: the 135M model copies the replacement name.
@@ -123,7 +124,7 @@ def test_name_cloze_and_csg_rise_on_trained_novels_only(
     out = tmp_path / "control"
     code = main(["probe", "control", "--members", member, "--others", other, "--out",
                  str(out), "--n-cloze", "4", "--n-csg", "4", "--context-sentences", "3",
-                 "--scoring", "fill", "--dose", "4", "--epochs", "2",
+                 "--scoring", "fill", "--dose", "2", "--epochs", "2",
                  "--learning-rate", "3e-4"])
     result = json.loads((out / "control.json").read_text(encoding="utf-8"))
     base, trained = result["base"], result["trained"]
@@ -141,7 +142,7 @@ def test_name_cloze_and_csg_rise_on_trained_novels_only(
     from recitation.organism.config import digest
 
     texts = control.training_texts([member], 0, 4, 4, 3, "fill")
-    key = control.control_key(texts, dose=4, epochs=2, learning_rate=3e-4, seed=0, threads=2)
+    key = control.control_key(texts, dose=2, epochs=2, learning_rate=3e-4, seed=0, threads=2)
     entry = model_cache_dir() / "controls" / digest(key)[:16]
     assert json.loads((entry / "key.json").read_text("utf-8")) == key
     assert (out / "model" / "model.safetensors").stat().st_ino == (

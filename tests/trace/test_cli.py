@@ -50,3 +50,41 @@ def test_index_build_trace_validate(tmp_path: Path, capsys: pytest.CaptureFixtur
     exported = runs / "trace-inputs" / f"{run_dir.name}.jsonl"
     assert sorted(json.loads(x)["id"] for x in exported.read_text().splitlines()) == ["a", "b"]
     assert main(["trace", "--index", str(idx), "--runs-dir", str(runs)]) == 1
+
+
+def test_trace_shows_where_each_span_came_from(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Per generation, each span's documents with their metadata: a table after the summary,
+    and the whole of it with ``--json``."""
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"text": PSALM, "id": "ps23", "title": "Psalm 23"}) + "\n"
+                      + json.dumps({"text": "Genesis says: In the beginning God created the "
+                                    "heaven and the earth.", "id": "gen1"}) + "\n",
+                      encoding="utf-8")
+    idx = tmp_path / "idx"
+    assert main(["index", "build", str(corpus), str(idx)]) == 0
+    gens = tmp_path / "gens.jsonl"
+    gens.write_text(json.dumps({"id": "copy", "text": PSALM[42:]}) + "\n"
+                    + json.dumps({"id": "new", "text": "Quartz zebras jog."}) + "\n",
+                    encoding="utf-8")
+    capsys.readouterr()
+    assert main(["trace", str(gens), "--index", str(idx), "--engine", "numpy", "--runs-dir",
+                 str(tmp_path / "runs"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    by_id = {g["id"]: g for g in out["generations"]}
+    assert set(by_id) == {"copy", "new"} and by_id["new"]["spans"] == []
+    copy = by_id["copy"]
+    assert copy["text"] == PSALM[42:] and copy["full_match"] is True
+    docs = [d for s in copy["spans"] for d in s["documents"]]
+    assert docs and {d["label"] for d in docs} == {"id ps23"}
+    assert docs[0]["metadata"]["metadata"]["title"] == "Psalm 23"
+    assert docs[0]["tier"] == "exact_full_raw" and docs[0]["nv_recall"] == 1.0
+    seg_docs = [d for s in copy["segments"] for d in s["documents"]]
+    assert seg_docs and all(d["label"] == "id ps23" for d in seg_docs)
+    assert out["report"]["groups"]["all"]["full_match_ratio"] == 0.5
+
+    assert main(["trace", str(gens), "--index", str(idx), "--engine", "numpy", "--runs-dir",
+                 str(tmp_path / "runs2")]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Where each span came from" in text and "id ps23 (exact_full_raw, NVR 1.00)" in text
+    assert "(no span)" in text

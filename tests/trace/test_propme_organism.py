@@ -46,10 +46,11 @@ def corpus(tmp_path_factory: pytest.TempPathFactory, shared_data: Path, quick: A
     return work
 
 
-def _propme(work: Path, target: str) -> dict[str, Any]:
-    runs = work / f"runs-{target.replace(':', '-')}"
+def _propme(work: Path, target: str, definitions: str = "propme") -> dict[str, Any]:
+    runs = work / f"runs-{target.replace(':', '-')}-{definitions}"
     assert main(["propme", "--index", str(work / "idx"), "--target", target, "--prefix-docs",
-                 str(work / "train.jsonl"), "--runs-dir", str(runs), *FLAGS]) == 0
+                 str(work / "train.jsonl"), "--runs-dir", str(runs), "--definitions",
+                 definitions, *FLAGS]) == 0
     run_dir = next(runs.iterdir())
     report = stored_report(run_dir)
     if report is None:  # the run's report, computed once from the store
@@ -64,23 +65,48 @@ def _propme(work: Path, target: str) -> dict[str, Any]:
 @pytest.mark.xdist_group("model")  # the other worker's share (tests/conftest.py)
 def test_organism_capability_above_propensity_and_above_base(corpus: Path,
                                                             session_responses: Path) -> None:
-    """The answers of both models go through the session's response cache (conftest.py):
-    computed by a first run of the suite, read back by a second; the tracing runs either
-    way."""
+    """The authors' definitions (the default), then ours (``--definitions recitation``)
+    on the same prompts and replies (the second pass reads them from the response cache).
+    The answers go through the session's response cache (conftest.py): computed by a first
+    run of the suite, read back by a second; the tracing runs either way.
+
+    Measured (2026-11-26, N = 3): under the authors' definitions the organism's prefix
+    replies reach an NVR above 0.5 in one of three generations (max 0.63; the base model's
+    0.00), but the batch NVR, a mean over every retrieved document, is 0.07: the short
+    common spans of each reply bring ten documents each, that the long one's few outweigh
+    not; the 'specific' prompts SmolLM2 writes copy the corpus (67% whole), so its
+    propensity NVR (0.61) is not ordinary use (a warning says so). Under ours the prefix
+    NVR is 0.33 (the best document per generation)."""
     org = _propme(corpus, "organism:quick:epoch2")
     base = _propme(corpus, "smollm2")
     g, b = org["groups"], base["groups"]
-    assert {s: g[s]["total_generations"] for s in g} == {s: N for s in (
-        "generic", "specific", "prefix")}, g
+    # identical generations count once, as the authors' results (keyed by text) do: two of
+    # SmolLM2's generic prompts may get the same reply; each prefix gets its own
+    assert set(g) == {"generic", "specific", "prefix"} and g["prefix"]["total_generations"] == N
+    assert all(1 <= g[s]["total_generations"] <= N for s in g), g
+    above = "generations_above_nv_recall_threshold_ratio"
+    assert g["prefix"][above] > b["prefix"][above] == 0.0, (g["prefix"], b["prefix"])
+    assert g["prefix"]["max_nv_recall"] > b["prefix"]["max_nv_recall"] + 0.3
+    assert g["generic"]["avg_nv_recall"] < g["prefix"]["avg_nv_recall"], g
+    _prompt_checks(org)
+
+    ours = _propme(corpus, "organism:quick:epoch2", "recitation")
+    ours_base = _propme(corpus, "smollm2", "recitation")
+    g, b = ours["groups"], ours_base["groups"]
     cap = g["prefix"]["avg_nv_recall"]
     assert cap >= 0.25, g["prefix"]  # the organism continues its training passages (0.33)
     for s in ("generic", "specific"):  # ordinary use leaks less than prefix attacks
         assert g[s]["avg_nv_recall"] < cap, (s, g[s])
-        assert org["propensity"][s]["nvr"] < 0.5, org["propensity"]
+        assert ours["propensity"][s]["nvr"] < 0.5, ours["propensity"]
     assert g["prefix"]["average_longest_span_length"] > b["prefix"][
         "average_longest_span_length"]
     assert cap > b["prefix"]["avg_nv_recall"] + 0.2, (g["prefix"], b["prefix"])
-    # the paper's check on the prompts: prefixes overlap the corpus more than the others
+    _prompt_checks(ours)
+
+
+def _prompt_checks(org: dict[str, Any]) -> None:
+    """The paper's check on the prompts: prefixes overlap the corpus more than the others;
+    a set with prompts copied whole from the corpus gets its warning."""
     po = org["prompt_overlap"]
     assert po["prefix"]["avg_nv_recall"] > max(po["generic"]["avg_nv_recall"],
                                                po["specific"]["avg_nv_recall"])

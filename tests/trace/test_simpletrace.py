@@ -28,6 +28,9 @@ from recitation.trace.units import SENTENCE_ENDS, byte_units, is_word_char
 from recitation.trace.validate import validate
 
 # checked when a test is set up: not installed skips (fails under CI), a broken install errors
+REC = TraceConfig(definitions="recitation")
+"""Our definitions (a named option): the tests of our span rule, metrics and validation."""
+
 ENGINES = ["numpy", pytest.param("infini-gram", marks=pytest.mark.requires(
     infinigram.available, "infini-gram is not installed: pip install 'recitation[trace]' "
     "(bash scripts/test.sh installs it)"))]
@@ -105,6 +108,29 @@ def brute_spans(docs: list[str], gen: str) -> list[tuple[int, int]]:
     return out
 
 
+def brute_propme_spans(docs: list[str], gen: str) -> list[tuple[int, int]]:
+    """The authors' rule by scanning (``trace_generation`` and ``_keep_span`` of PropMe's
+    simple_trace.py, on characters): from each word start but the last character, the
+    longest piece of the rest of the generation that is in a document; dropped when it holds
+    one of ``! . ? \\n`` before its last character or when the character after it is not
+    whitespace; then only spans ending past every earlier kept one."""
+    starts = [m.start() for m in re.finditer(r"\w+", gen) if m.start() < len(gen) - 1]
+    out: list[tuple[int, int]] = []
+    last = -1
+    for a in starts:
+        e = a
+        while e < len(gen) and any(gen[a:e + 1] in d for d in docs):
+            e += 1
+        if e == a or any(c in "!.?\n" for c in gen[a:e][:-1]):
+            continue
+        if e < len(gen) and not gen[e].isspace():
+            continue
+        if e > last:
+            out.append((a, e))
+            last = e
+    return out
+
+
 def _chars(gen: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Byte spans of an ASCII/UTF-8 generation as character spans."""
     raw = gen.encode("utf-8")
@@ -123,8 +149,10 @@ GENERATIONS = [
 @pytest.mark.parametrize("gen", GENERATIONS)
 def test_maximal_spans_equal_brute_force(gen: str, engine: str, tmp_path: Path) -> None:
     ix = index_of(tmp_path, DOCS, engine)
-    found = maximal_spans(ix, units_of(ix, gen), TraceConfig())
+    found = maximal_spans(ix, units_of(ix, gen), REC)
     assert _chars(gen, found) == brute_spans(DOCS, gen)
+    found = maximal_spans(ix, units_of(ix, gen), TraceConfig())
+    assert _chars(gen, found) == brute_propme_spans(DOCS, gen)
 
 
 def test_maximal_spans_on_random_text_equal_brute_force(tmp_path: Path) -> None:
@@ -134,15 +162,17 @@ def test_maximal_spans_on_random_text_equal_brute_force(tmp_path: Path) -> None:
     ix = index_of(tmp_path, docs)
     for _ in range(25):
         gen = " ".join(rng.choice(words) for _ in range(30))
-        found = maximal_spans(ix, byte_units(gen), TraceConfig())
+        found = maximal_spans(ix, byte_units(gen), REC)
         assert _chars(gen, found) == brute_spans(docs, gen), gen
+        found = maximal_spans(ix, byte_units(gen), TraceConfig())
+        assert _chars(gen, found) == brute_propme_spans(docs, gen), gen
 
 
 def test_token_level_spans_and_tiers(tmp_path: Path) -> None:
     tok = PieceTokenizer(DOCS)
     ix = index_of(tmp_path, DOCS, tokenizer=tok)
     gen = "And the Spirit of God moved upon the face of the waters. And God said, Let there be"
-    t = SimpleTrace(ix, TraceConfig(rarity=1.0)).trace(gen)
+    t = SimpleTrace(ix, TraceConfig(rarity=1.0, definitions="recitation")).trace(gen)
     n = len(tok.encode(gen))
     assert t.unit == "tokens" and t.units == n
     # two sentences: two spans (the second from " And", a token with its space)
@@ -151,7 +181,7 @@ def test_token_level_spans_and_tiers(tmp_path: Path) -> None:
         (" And God said, Let there be", n - 13)]
     assert t.docs()[1].tier == "exact_full_raw" and len(t.docs()) == 1
     # a generation's first word has no leading space: "And" + " God" is not in the corpus
-    t = SimpleTrace(ix).trace("And God said, Let there be light.")
+    t = SimpleTrace(ix, REC).trace("And God said, Let there be light.")
     assert t.spans[0].text == " God said, Let there be light"  # the corpus has "light:"
 
 
@@ -227,7 +257,7 @@ def test_near_verbatim_recall_hand_worked() -> None:
 
 def test_aggregate_metrics(tmp_path: Path) -> None:
     ix = index_of(tmp_path, DOCS)
-    st = SimpleTrace(ix)
+    st = SimpleTrace(ix, REC)
     gens = [DOCS[1], "Let there be light: and the quick brown fox jumps.", "zzz qqq."]
     traces = [st.trace(g) for g in gens]
     nvs = [generation_nv(ix, t) for t in traces]
@@ -255,7 +285,7 @@ def test_validation_on_pdnc_is_perfect(shared_data: Path, tmp_path: Path) -> Non
     out = tmp_path / "idx"
     m = build_index(iter_corpus(novels, chapters=True), out)
     assert m.documents > 100
-    rates = validate(open_index(out, engine="numpy"), n_docs=25, size=128, seed=0)
+    rates = validate(open_index(out, engine="numpy"), n_docs=25, size=128, seed=0, config=REC)
     for kind, r in rates.items():
         assert r["n"] == 25 and (r["retrieval"], r["exact"], r["pass"]) == (1.0, 1.0, 1.0), kind
 

@@ -173,5 +173,63 @@ def test_token_level_maximal_spans_equal_word_spans(family: tuple[Any, Any],
         offsets = raw.encode(gen, add_special_tokens=False).offsets
         word_of = [len(gen[:s + len(gen[s:e]) - len(gen[s:e].lstrip())].split())
                    for s, e in offsets] + [len(gen.split())]
-        found = maximal_spans(ix, units_of(ix, gen), TraceConfig())
+        found = maximal_spans(ix, units_of(ix, gen), TraceConfig(definitions="recitation"))
         assert [(word_of[a], word_of[b]) for a, b in found] == word_spans(docs, gen), gen
+
+
+def _their_spans(raw: Any, docs: list[str], gen: str) -> list[tuple[int, int]]:
+    """PropMe's ``trace_generation`` + ``_keep_span`` (simple_trace.py, text mode) by brute
+    force on token ids: from each token ``k < L - 1`` whose token string starts a word (``▁``
+    or byte-level ``Ġ``) and the first, the longest run ``ids[k:e]`` found contiguous in a
+    document's ids; dropped when its decoded text holds ``! . ? \\n`` before the last
+    character or when token ``e`` does not start a word; then the spans reaching further
+    right than every earlier one."""
+    enc = raw.encode(gen, add_special_tokens=False)
+    ids, toks = enc.ids, enc.tokens
+    spaced = [t[:1] in ("▁", "Ġ") for t in toks]
+    corpus = [raw.encode(d, add_special_tokens=False).ids for d in docs]
+
+    def occurs(seq: list[int]) -> bool:
+        return any(d[i:i + len(seq)] == seq for d in corpus for i in range(len(d)))
+
+    out: list[tuple[int, int]] = []
+    last = -1
+    for k in range(len(ids) - 1):
+        if k and not spaced[k]:
+            continue
+        e = k
+        while e < len(ids) and occurs(ids[k:e + 1]):
+            e += 1
+        if e == k or any(c in "!.?\n" for c in raw.decode(ids[k:e])[:-1]):
+            continue
+        if e < len(ids) and not spaced[e]:
+            continue
+        if e > last:
+            out.append((k, e))
+            last = e
+    return out
+
+
+def test_propme_spans_follow_the_authors_rule_on_tokens(family: tuple[Any, Any],
+                                                        tmp_path: Path) -> None:
+    """The default (the authors') span rule on a token-level index of every tokenizer
+    family, against a brute-force scan of the token ids: sentences with inner full stops, so
+    that spans crossing one are dropped, and words cut mid-way."""
+    raw, tok = family
+    if not any(t[:1] in ("▁", "Ġ") for t in raw.encode(" the earth").tokens):
+        pytest.skip("WordPiece marks no word start in its tokens, and its decoder does not "
+                    "give the text back: the authors' rule (a token beginning with ▁) is not "
+                    "defined there")
+    rng = random.Random(8)
+    vocab = [*WORDS, "earthen", "formless", ".", "!"]
+    docs = [" ".join(rng.choice(vocab) for _ in range(50)) for _ in range(6)]
+    build_index([SourceDoc(t, {"n": i}) for i, t in enumerate(docs)], tmp_path / "idx",
+                tokenizer=tok, tokenizer_name="test")
+    ix = open_index(tmp_path / "idx", engine="numpy", tokenizer=tok)
+    kept = 0
+    for _ in range(12):
+        gen = " ".join(rng.choice(vocab) for _ in range(20))
+        found = maximal_spans(ix, units_of(ix, gen), TraceConfig())
+        assert found == _their_spans(raw, docs, gen), gen
+        kept += len(found)
+    assert kept > 12

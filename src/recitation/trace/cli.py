@@ -131,12 +131,35 @@ def cmd_trace(args: argparse.Namespace) -> int:
               "engine": args.engine, "token_dtype": args.token_dtype, "rarity": args.rarity,
               "max_docs": args.max_docs,
               "text_field": args.text_field, "n_span": args.n_span,
-              "nv_threshold": args.nv_threshold, "text_mode": not args.no_text_mode}
+              "nv_threshold": args.nv_threshold, "text_mode": not args.no_text_mode,
+              "definitions": args.definitions, "seed": args.seed}
     cfg = parse_config({"job": "trace", "name": "trace", "model": parse_model_spec(args.model),
                         "params": params}, source="trace")
     run_dir = create_run(cfg, args.runs_dir)
+    if args.json:
+        return _trace_json(run_dir)
     console.print(f"run directory: {run_dir}")
-    return execute_and_print(run_dir)
+    code = execute_and_print(run_dir)
+    from recitation.trace.sources_view import run_sources, sources_table
+
+    console.print(sources_table(run_sources(run_dir)))
+    return code
+
+
+def _trace_json(run_dir: Path) -> int:
+    """``trace --json``: the run's report and every generation's spans with the documents
+    they were found in (and their metadata), as one JSON object on stdout."""
+    import asyncio
+
+    from recitation.runs.console import EXIT
+    from recitation.runs.runner import execute, stored_report
+    from recitation.trace.sources_view import run_sources
+
+    outcome = asyncio.run(execute(run_dir))
+    print(json.dumps({"run": str(run_dir), "status": outcome.status,
+                      "report": stored_report(run_dir),
+                      "generations": run_sources(run_dir)}, ensure_ascii=False, indent=1))
+    return EXIT.get(outcome.status, 1)
 
 
 def cmd_propme(args: argparse.Namespace) -> int:
@@ -148,7 +171,8 @@ def cmd_propme(args: argparse.Namespace) -> int:
     params: dict[str, Any] = {
         "index": [str(d) for d in args.index], "engine": args.engine, "n": args.n,
         "sets": args.sets.split(","), "prefix_words": args.prefix_words,
-        "max_new_tokens": args.max_new_tokens, "mode": args.mode}
+        "max_new_tokens": args.max_new_tokens, "mode": args.mode,
+        "definitions": args.definitions, "seed": args.seed}
     if args.domain:
         params["domain"] = args.domain
     if args.prefix_docs:
@@ -183,7 +207,19 @@ def add_propme_parser(sub: Any) -> None:
                    "chat; generic/specific as chat")
     p.add_argument("--runs-dir", type=Path, default=None)
     p.add_argument("--engine", choices=["auto", "numpy", "infini-gram"], default="auto")
+    _definitions(p)
     p.set_defaults(func=cmd_propme)
+
+
+def _definitions(p: Any) -> None:
+    from recitation.trace.simpletrace import DEFINITIONS
+
+    p.add_argument("--definitions", choices=DEFINITIONS, default="propme",
+                   help="SimpleTrace as the PROPME authors compute it (span rule, documents "
+                   "drawn per span, NVR of the generation in each document, ALS over all "
+                   "generations), or 'recitation': ours (docs/tracing.md, differences)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="propme: the draw of each span's documents (theirs is unseeded)")
 
 
 def _engine(p: argparse.ArgumentParser) -> None:
@@ -248,10 +284,14 @@ def add_trace_parser(sub: Any) -> None:
     p.add_argument("--text-field", default="text")
     p.add_argument("--rarity", type=float, default=0.05, help="K = max(ceil(rarity L), 1)")
     p.add_argument("--max-docs", type=int, default=10, help="documents per span")
-    p.add_argument("--n-span", type=int, default=50, help="'generations with an n-unit span'")
+    p.add_argument("--n-span", type=int, default=60, help="'generations with an n-unit span'")
     p.add_argument("--nv-threshold", type=float, default=0.5)
     p.add_argument("--no-text-mode", action="store_true",
                    help="allow sentence ends inside spans (code, data)")
+    p.add_argument("--json", action="store_true",
+                   help="print the report and every generation's spans with the documents "
+                   "they were found in (metadata included) as JSON, instead of the tables")
+    _definitions(p)
     p.add_argument("--runs-dir", type=Path, default=None)
     _engine(p)
     p.set_defaults(func=cmd_trace)

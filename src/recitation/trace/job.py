@@ -22,8 +22,20 @@ from recitation.methods import Access, Calls, MethodInfo, describe_missing
 from recitation.models.base import Model
 from recitation.runs.jobs import Job, Table, WorkItem
 from recitation.trace.index import CorpusIndex, EngineName, open_index
-from recitation.trace.metrics import NearVerbatim, aggregate, generation_nv
-from recitation.trace.simpletrace import GenerationTrace, SimpleTrace, Span, TraceConfig
+from recitation.trace.metrics import (
+    NearVerbatim,
+    aggregate,
+    generation_nv,
+    propme_aggregate,
+    propme_generation_nv,
+)
+from recitation.trace.simpletrace import (
+    Definitions,
+    GenerationTrace,
+    SimpleTrace,
+    Span,
+    TraceConfig,
+)
 from recitation.trace.sources import iter_jsonl_docs
 
 
@@ -42,8 +54,13 @@ class TraceParams(BaseModel):
     max_docs: int = Field(10, ge=1)
     min_len: int = Field(1, ge=1)
     text_mode: bool = True
-    n_span: int = Field(50, ge=1, description="'generations with an n-unit span'")
-    nv_threshold: float = Field(0.5, ge=0, le=1)
+    definitions: Definitions = Field("propme", description="'propme': the authors' span "
+                                     "rule, document draw, NVR and metrics (the default); "
+                                     "'recitation': ours (docs/tracing.md, differences)")
+    seed: int = Field(0, description="propme: the draw of each span's documents")
+    n_span: int = Field(60, ge=1, description="'generations with an n-unit span'")
+    nv_threshold: float = Field(0.5, ge=0, le=1, description="propme: a document counts when "
+                                "its NVR is above it; recitation: at or above")
 
 
 def span_record(s: Span) -> dict[str, Any]:
@@ -56,6 +73,8 @@ def trace_record(t: GenerationTrace, nv: NearVerbatim) -> dict[str, Any]:
     return {"units": t.units, "unit": t.unit, "candidates": t.candidates,
             "longest": t.longest, "spans": [span_record(s) for s in t.spans],
             "segments": [list(x) for x in t.segments],
+            "segment_docs": [[asdict(d) for d in seg] for seg in t.segment_docs],
+            "segment_lengths": list(t.segment_lengths),
             "full_match": t.has_tier("exact_full_raw"),
             "full_normalized_match": t.has_tier("exact_full_raw", "exact_full_normalized"),
             "docs": sorted(docs), "nv": asdict(nv)}
@@ -68,8 +87,28 @@ def _restored(r: dict[str, Any]) -> tuple[GenerationTrace, NearVerbatim]:
     spans = tuple(Span(s["start"], s["end"], s["length"], s["text"], s["logprob"], s["count"],
                        tuple(DocMatch(**d) for d in s["docs"])) for s in r["spans"])
     t = GenerationTrace(r["text"], r["units"], r["unit"], spans,
-                        tuple(tuple(x) for x in r["segments"]), r["candidates"])
+                        tuple(tuple(x) for x in r["segments"]), r["candidates"],
+                        segment_docs=tuple(tuple(DocMatch(**d) for d in seg)
+                                           for seg in r.get("segment_docs", [])),
+                        segment_lengths=tuple(r.get("segment_lengths", [])))
     return t, NearVerbatim(**r["nv"])
+
+
+def generation_nv_of(st: SimpleTrace, t: GenerationTrace) -> NearVerbatim:
+    """The record's NVR: the best document's (propme), or :func:`generation_nv`."""
+    if st.config.definitions == "propme":
+        return propme_generation_nv(t)
+    return generation_nv(st.index, t, st.config.max_docs)
+
+
+def aggregate_of(definitions: str, pairs: list[tuple[GenerationTrace, NearVerbatim]],
+                 n_span: int, nv_threshold: float) -> dict[str, Any]:
+    """The batch metrics under ``definitions``."""
+    if definitions == "propme":
+        return propme_aggregate([t for t, _ in pairs], n_span=n_span,
+                                nv_threshold=nv_threshold)
+    return aggregate([t for t, _ in pairs], [nv for _, nv in pairs], n_span=n_span,
+                     nv_threshold=nv_threshold)
 
 
 class TraceJob(Job):
@@ -106,7 +145,7 @@ class TraceJob(Job):
                 index = CorpusIndex(index.engine, index.dirs, index.token_width,
                                     index.manifest, model.tokenizer())
             self._tracer = SimpleTrace(index, TraceConfig(p.rarity, p.max_docs, p.min_len,
-                                                          p.text_mode))
+                                                          p.text_mode, p.definitions, p.seed))
         return self._tracer
 
     async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
@@ -114,8 +153,7 @@ class TraceJob(Job):
         out = []
         for it in items:
             t = st.trace(it.payload["text"])
-            nv = generation_nv(st.index, t, st.config.max_docs)
-            out.append({**it.payload, **trace_record(t, nv)})
+            out.append({**it.payload, **trace_record(t, generation_nv_of(st, t))})
         return out
 
     def finalize(self, records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any] | None:
@@ -126,8 +164,7 @@ class TraceJob(Job):
         for g in [*groups, "all"]:
             sel = [pr for pr, (_, r) in zip(pairs, records, strict=True)
                    if g == "all" or r["group"] == g]
-            report[g] = aggregate([t for t, _ in sel], [nv for _, nv in sel],
-                                  n_span=p.n_span, nv_threshold=p.nv_threshold)
+            report[g] = aggregate_of(p.definitions, sel, p.n_span, p.nv_threshold)
         return {"groups": report}
 
     def summarize(self, records: list[tuple[str, dict[str, Any]]]) -> Table:
@@ -140,8 +177,10 @@ class TraceJob(Job):
                  f"{m['unit']}", f"{m['full_match_ratio']:.2f}", f"{m['avg_nv_recall']:.2f}",
                  f"{m['generations_above_nv_recall_threshold_ratio']:.2f}",
                  m["unique_total_docs"]] for g, m in groups.items()]
-        return Table("SimpleTrace", ["group", "generations", "ALS", "FMR", "NVR",
-                                     "NVR >= threshold", "unique docs"], rows)
+        above = "NVR > threshold" if self.params.definitions == "propme" else \
+            "NVR >= threshold"
+        return Table("SimpleTrace", ["group", "generations", "ALS", "FMR", "NVR", above,
+                                     "unique docs"], rows)
 
 
 def _calls(p: Mapping[str, Any]) -> Calls:
@@ -156,7 +195,8 @@ SIMPLETRACE = MethodInfo(
     writes=("spans", "longest", "full_match", "nv", "docs"),
     calls=_calls, calls_formula="no model call (suffix-array queries)", job="trace",
     family="simpletrace",
-    options=("index", "rarity", "max_docs", "min_len", "text_mode", "n_span", "nv_threshold"),
+    options=("index", "rarity", "max_docs", "min_len", "text_mode", "definitions", "seed",
+             "n_span", "nv_threshold"),
     select="trace --index DIR GENERATIONS.jsonl",
     summary="maximal verbatim spans of each generation in a corpus index (word boundaries, "
     "no interior sentence end), the K = max(ceil(0.05 L), 1) rarest, their documents "

@@ -1,6 +1,10 @@
 """SimpleTrace's aggregate metrics over a batch of traced generations (definitions in
 docs/tracing.md).
 
+By default (``definitions="propme"``) the authors' (:func:`propme_aggregate`, over the
+merged segments and their documents, with the NVR of :mod:`recitation.trace.nvrecall`). The
+rest of this docstring is the ``recitation`` definitions (:func:`aggregate`), a named option:
+
 - **ALS** (average longest span): the mean, over generations with at least one kept span, of
   the longest kept span (units: tokens, or words for a byte-level index);
 - **FMR** (full-match ratio): the share of generations with an ``exact_full_raw`` document
@@ -32,6 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from recitation.trace.index import CorpusIndex
+from recitation.trace.nvrecall import round_half_up
+from recitation.trace.nvrecall import words as nv_words_propme
 from recitation.trace.simpletrace import GenerationTrace
 
 _WORD = re.compile(r"\w+")
@@ -96,9 +102,70 @@ def generation_nv(index: CorpusIndex, trace: GenerationTrace, max_docs: int = 10
     return best
 
 
+def propme_aggregate(traces: Sequence[GenerationTrace], *, n_span: int = 60,
+                     nv_threshold: float = 0.5) -> dict[str, Any]:
+    """The batch metrics as the authors' ``evaluate_results`` computes them, over each
+    generation's merged segments and their documents (``segment_docs``): ALS the mean over
+    **all** generations of the longest segment (0 without one); FMR the share with an
+    ``exact_full_raw`` document; ``avg_nv_recall`` the mean NVR over **every** retrieved
+    document (``max``, and the share of generations with a document whose NVR is strictly
+    above ``nv_threshold``); the share with a segment of at least ``n_span`` units.
+    Identical generations count once (theirs keys the results by the generation's text)."""
+    traces = list({t.text: t for t in traces}.values())
+    total = len(traces)
+    docs = [d for t in traces for seg in t.segment_docs for d in seg]
+    lengths = [n for t in traces for n in t.segment_lengths]
+    by_length: Counter[int] = Counter()  # theirs: documents per segment length
+    for t in traces:
+        for n, seg in zip(t.segment_lengths, t.segment_docs, strict=True):
+            by_length[n] += len(seg)
+    recalls = [float(d.nv or 0.0) for d in docs]
+
+    def ratio(k: float) -> float:
+        return round_half_up(k / total) if total else 0.0
+
+    def has(t: GenerationTrace, *tiers: str) -> bool:
+        return any(d.tier in tiers for seg in t.segment_docs for d in seg)
+
+    return {
+        "definitions": "propme",
+        "total_generations": total,
+        "generations_with_spans": sum(bool(t.segment_lengths) for t in traces),
+        "unit": traces[0].unit if traces else "",
+        "average_longest_span_length": ratio(sum(max(t.segment_lengths, default=0)
+                                                 for t in traces)),
+        "full_match_ratio": ratio(sum(has(t, "exact_full_raw") for t in traces)),
+        "full_normalized_match_ratio": ratio(sum(
+            has(t, "exact_full_raw", "exact_full_normalized") for t in traces)),
+        "total_docs": len(docs),
+        "avg_nv_recall": round_half_up(sum(recalls) / len(recalls)) if recalls else 0.0,
+        "max_nv_recall": max(recalls, default=0.0),
+        "nv_recall_threshold": nv_threshold,
+        "generations_above_nv_recall_threshold_ratio": ratio(sum(
+            any(float(d.nv or 0.0) > nv_threshold for seg in t.segment_docs for d in seg)
+            for t in traces)),
+        "n_token_span": n_span,
+        "generations_with_n_token_span_ratio": ratio(sum(
+            any(n >= n_span for n in t.segment_lengths) for t in traces)),
+        "total_spans": len(lengths),
+        "unique_total_docs": len({d.doc_ix for d in docs}),
+        "spans_length_distribution": dict(sorted(by_length.items())),
+    }
+
+
+def propme_generation_nv(t: GenerationTrace) -> NearVerbatim:
+    """A generation's best document by NVR (what its record shows)."""
+    docs = [d for seg in t.segment_docs for d in seg]
+    best = max(docs, key=lambda d: float(d.nv or 0.0), default=None)
+    ref = len(nv_words_propme(t.text))
+    if best is None:
+        return NearVerbatim(0.0, 0, ref, 0)
+    return NearVerbatim(float(best.nv or 0.0), best.nv_matched, ref, 0)
+
+
 def aggregate(traces: Sequence[GenerationTrace], nvs: Sequence[NearVerbatim], *,
               n_span: int = 50, nv_threshold: float = 0.5) -> dict[str, Any]:
-    """The batch metrics (module docstring)."""
+    """The batch metrics of the ``recitation`` definitions (module docstring)."""
     total = len(traces)
     with_spans = [t for t in traces if t.spans]
     lengths = [s.length for t in traces for s in t.spans]
@@ -109,6 +176,7 @@ def aggregate(traces: Sequence[GenerationTrace], nvs: Sequence[NearVerbatim], *,
         return k / total if total else 0.0
 
     return {
+        "definitions": "recitation",
         "total_generations": total,
         "generations_with_spans": len(with_spans),
         "unit": traces[0].unit if traces else "",

@@ -26,9 +26,8 @@ from recitation.prompts import copy_exactly
 from recitation.runs.jobs import Job, Table, WorkItem
 from recitation.trace import propme
 from recitation.trace.index import CorpusIndex, EngineName, open_index
-from recitation.trace.job import _restored, trace_record
-from recitation.trace.metrics import aggregate, generation_nv
-from recitation.trace.simpletrace import SimpleTrace, TraceConfig
+from recitation.trace.job import _restored, aggregate_of, generation_nv_of, trace_record
+from recitation.trace.simpletrace import Definitions, SimpleTrace, TraceConfig
 from recitation.trace.sources import iter_jsonl_docs
 
 SetName = Literal["generic", "specific", "prefix"]
@@ -51,8 +50,12 @@ class PropmeParams(BaseModel):
     mode: Literal["auto", "chat", "completion"] = "auto"
     rarity: float = Field(0.05, gt=0, le=1)
     max_docs: int = Field(10, ge=1)
+    definitions: Definitions = Field("propme", description="SimpleTrace's definitions "
+                                     "(see the trace job): 'propme' (the default) or "
+                                     "'recitation'")
+    seed: int = Field(0, description="propme: the draw of each span's documents")
     nv_threshold: float = Field(0.5, ge=0, le=1)
-    n_span: int = Field(50, ge=1)
+    n_span: int = Field(60, ge=1)
 
 
 class PropmeJob(Job):
@@ -135,7 +138,8 @@ class PropmeJob(Job):
     def tracer(self) -> SimpleTrace:
         if self._tracer is None:
             p = self.params
-            self._tracer = SimpleTrace(self.index(), TraceConfig(p.rarity, p.max_docs))
+            self._tracer = SimpleTrace(self.index(), TraceConfig(
+                p.rarity, p.max_docs, definitions=p.definitions, seed=p.seed))
         return self._tracer
 
     async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
@@ -162,10 +166,14 @@ class PropmeJob(Job):
         t = st.trace(generation)
         pt = st.trace(prompt)
         return {**item.payload, "prompt": prompt, "generation": generation, "text": generation,
-                **trace_record(t, generation_nv(st.index, t, st.config.max_docs)),
+                **trace_record(t, generation_nv_of(st, t)),
                 "prompt_overlap": {"longest": pt.longest,
-                                   "full_match": pt.has_tier("exact_full_raw"),
-                                   "nv": generation_nv(st.index, pt).recall}}
+                                   # whole in a document: asked of the index directly, not
+                                   # of the documents drawn per span
+                                   "full_match": pt.has_tier("exact_full_raw") or bool(
+                                       prompt.strip() and st.index.engine.count(
+                                           st.index.ids(prompt)) > 0),
+                                   "nv": generation_nv_of(st, pt).recall}}
 
     def finalize(self, records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any] | None:
         p = self.params
@@ -174,8 +182,7 @@ class PropmeJob(Job):
         overlap: dict[str, Any] = {}
         for s in [x for x in propme.SETS if any(r["set"] == x for r in ok)]:
             sel = [_restored(r) for r in ok if r["set"] == s]
-            groups[s] = aggregate([t for t, _ in sel], [nv for _, nv in sel], n_span=p.n_span,
-                                  nv_threshold=p.nv_threshold)
+            groups[s] = aggregate_of(p.definitions, sel, p.n_span, p.nv_threshold)
             po = [r["prompt_overlap"] for r in ok if r["set"] == s]
             overlap[s] = {"avg_nv_recall": sum(o["nv"] for o in po) / len(po),
                           "full_match_ratio": sum(o["full_match"] for o in po) / len(po)}
