@@ -128,9 +128,13 @@ def test_replacement_keeps_honorifics_by_hand() -> None:
     c = PdncCharacter("0", "Harriet Bates", ("Miss Bates", "Harriet", "Harriet Bates"), "F",
                       "major")
     m = csg.replacement_names(c, "Harriet Bates and Miss Bates, Harriet.")
-    assert m == {"Harriet Bates": "Emma Stone", "Miss Bates": "Miss Stone", "Harriet": "Emma"}
+    # never "Emma Stone" (a celebrity: the paper, appendix B); "Bates" alone is a part of her
+    # names that no alias covers, and goes too
+    assert m == {"Harriet Bates": "Emma Walker", "Miss Bates": "Miss Walker",
+                 "Harriet": "Emma", "Bates": "Walker"}
     text, n = csg.corrupt("Miss Bates met Harriet; Harriet Bates laughed. Harrieta", m)
-    assert (text, n) == ("Miss Stone met Emma; Emma Stone laughed. Harrieta", 3)
+    assert (text, n) == ("Miss Walker met Emma; Emma Walker laughed. Harrieta", 3)
+    assert csg.corrupt("Bates alone", m) == ("Walker alone", 1)
     c2 = PdncCharacter("1", "Captain Wentworth", ("Wentworth", "Frederick",
                                                   "Frederick Wentworth"), "M", "major")
     m2 = csg.replacement_names(c2, "Captain Wentworth, Frederick, Henry, Smith")
@@ -153,6 +157,9 @@ def test_csg_passages_on_novels(shared_data: Path, folder: str) -> None:
         for name in names_of(c):  # never leaves the original name
             assert not occurs(it["passage"], name), (name, it["quote_id"])
             assert not occurs(it["quote"], name)
+        for part in csg.name_parts(c):  # nor any part of one ("May" of "May Welland")
+            assert not occurs(it["passage"], part) and not occurs(it["quote"], part), part
+        assert not set(it["corrupted"]) & csg.CELEBRITIES
         for new in it["corrupted"]:  # replacement names do not occur in the novel
             hon, rest = split_honorific(new)
             assert not hon or hon in c.name or any(hon in a for a in c.aliases)
@@ -161,6 +168,50 @@ def test_csg_passages_on_novels(shared_data: Path, folder: str) -> None:
         assert any(occurs(it["passage"], new) for new in it["corrupted"])  # one remains
         assert (it["passage"].count("[MASK]") == 1) == (it["quote_type"] == "Explicit")
         assert by_id[it["quote_id"]].quote_type == it["quote_type"]
+
+
+def test_corruption_leaves_no_part_of_a_name_the_aliases_miss() -> None:
+    """PDNC lists "Charles Musgrove" alone for Charles; "Charles" in the passage is his too
+    (the authors' hand-made table maps it): corrupted, or the item is dropped."""
+    c = PdncCharacter("6", "Charles Musgrove", ("Charles Musgrove",), "M", "intermediate")
+    m = csg.replacement_names(c, "")
+    assert m == {"Charles Musgrove": "Henry Stone", "Charles": "Henry", "Musgrove": "Stone"}
+    text, _ = csg.corrupt("Charles came in; Mr Musgrove and Charles Musgrove.", m)
+    assert text == "Henry came in; Mr Stone and Henry Stone." and not csg.remaining_parts(
+        c, text)
+    assert csg.remaining_parts(c, "Charles came") == ["Charles"]
+    for first in ("Emma", "Joseph", "Alice"):  # every celebrity pair of the lists is skipped
+        pair = csg._pair({"Emma": "F", "Joseph": "M", "Alice": "F"}[first],
+                         " ".join(n for n in ("Elizabeth", "Henry", "Clara") if n != first))
+        assert pair is not None and f"{pair[0]} {pair[1]}" not in csg.CELEBRITIES
+
+
+def test_main_speakers_and_the_authors_tables(shared_data: Path, tmp_path: Path) -> None:
+    """By default the quotes of the 5 characters with the most quotes; with the authors'
+    hand-made tables (id2replacements.pkl), their speakers and names; a pickle holding
+    anything but plain data is refused."""
+    import pickle
+
+    folder = shared_data / "pdnc" / "Persuasion"
+    novel = load_novel(folder)
+    main = csg.main_speakers(novel, 5)
+    assert main is not None and len(main) == 5 and {"1", "4"} <= main  # Anne, Wentworth
+    job = make_job("csg", {"novels": [str(folder)], "n": 50}, 0)
+    speakers = {it.payload["speaker"] for it in job.items()}
+    assert speakers <= {c.name for c in novel.characters if c.id in main}
+    table = {1: {"Anne": "Emma", "Anne Elliot": "Emma Walker", "Miss Anne": "Miss Emma",
+                 "Miss Anne Elliot": "Miss Emma Walker"}}  # the authors' entry for Anne
+    (tmp_path / "Persuasion").mkdir()
+    (tmp_path / "Persuasion" / "id2replacements.pkl").write_bytes(pickle.dumps(table))
+    job = make_job("csg", {"novels": [str(folder)], "n": 50, "replacements": str(tmp_path)}, 0)
+    items = [it.payload for it in job.items()]
+    assert items and {it["speaker"] for it in items} == {"Anne Elliot"}
+    assert all(set(it["corrupted"]) <= set(table[1].values()) for it in items)
+    assert all("Anne" not in it["passage"].split() for it in items)
+    (tmp_path / "Persuasion" / "id2replacements.pkl").write_bytes(
+        pickle.dumps({1: {"x": Path("y")}}))  # a class: refused, never called
+    with pytest.raises(ConfigError, match="refusing to load"):
+        make_job("csg", {"novels": [str(folder)], "replacements": str(tmp_path)}, 0).items()
 
 
 def test_honorifics_kept_on_a_novel(shared_data: Path) -> None:
@@ -271,7 +322,7 @@ def reply(req: GenerationRequest) -> str:
         n = len(set(re.findall(r"\|(\d+)\|", prompt.split("**Names**")[0])))
         return "{" + ", ".join(f"'{i}': 'Robert'" for i in range(1, n + 1)) + "}"
     if "<speaker>" in prompt:
-        return "<speaker>Emma Stone</speaker>"
+        return "<speaker>Emma Walker</speaker>"
     return "<name>Robert</name>"
 
 

@@ -112,14 +112,16 @@ def test_prefixes_from_the_training_documents(tmp_path: Path) -> None:
 
 def test_helper_prompts_copied_from_the_corpus_are_flagged(tmp_path: Path) -> None:
     """A helper that quotes the corpus in its "ordinary" prompts makes them prefix attacks:
-    the report says what share of each set was copied whole."""
+    kept (allow_copied_prompts; refused by default, next test), the report says what share
+    of each set was copied whole."""
     idx = tmp_path / "kjv"
     build_index(CHAPTERS, idx)
     quoted = " ".join(CHAPTERS[3].text.split()[:15])
     helper = ScriptedModel(lambda req: json.dumps([quoted, "Write a prayer for rain.",
                                                    "Describe a flood.", "Tell a tale."]))
     job = make_job("propme", {"index": [str(idx)], "engine": "numpy", "n": 4,
-                              "sets": ["specific", "prefix"], "prefix_words": 12}, 0)
+                              "sets": ["specific", "prefix"], "prefix_words": 12,
+                              "allow_copied_prompts": True}, 0)
     job.use_helper(helper)  # type: ignore[attr-defined]
     records = asyncio.run(job.run_items(job.items(), ScriptedModel(novel_writer)))
     report = job.finalize([(str(i), r) for i, r in enumerate(records)])
@@ -128,3 +130,62 @@ def test_helper_prompts_copied_from_the_corpus_are_flagged(tmp_path: Path) -> No
     assert [w for w in report["warnings"] if "copied whole" in w] == [
         "25% of the specific prompts are copied whole from a corpus document: the helper "
         "quoted the corpus, and those prompts act as prefix attacks"]
+
+
+def test_prefixes_as_the_authors_cut_them(tmp_path: Path) -> None:
+    """The default prefixes (PropMe ``prefix_extraction.py``): the document's own text up to
+    its 50th unit, newlines and spacing kept, from documents of at least 100 units only."""
+    from recitation.trace.index import open_index
+    from recitation.trace.propme import raw_prefix_prompts
+    from recitation.trace.sources import SourceDoc
+
+    long_docs = ["\n".join(d.text.split(": ", 2)) for d in CHAPTERS[:6]]  # lines, as verses
+    short = "In the beginning God created the heaven and the earth."
+    build_index([SourceDoc(t, {"n": i}) for i, t in enumerate([*long_docs, short])],
+                tmp_path / "idx")
+    ix = open_index(tmp_path / "idx", engine="numpy")
+    got = raw_prefix_prompts(ix, 10, tokens=50, min_tokens=100, seed=3)
+    assert len(got) == 6 and 6 not in {g["doc_ix"] for g in got}  # the short one: never
+    for g in got:
+        doc = [*long_docs, short][g["doc_ix"]]
+        assert doc.startswith(g["prompt"]) and len(g["prompt"].split()) == 50
+        assert g["prompt"][-1:].strip()  # ends on its 50th word
+    assert any("\n" in g["prompt"] for g in got)  # the raw text, not words joined by spaces
+    assert raw_prefix_prompts(ix, 10, tokens=50, min_tokens=100, seed=3) == got
+    job = make_job("propme", {"index": [str(tmp_path / "idx")], "engine": "numpy", "n": 2,
+                              "sets": ["prefix"]}, 0)
+    assert [it.payload["prompt"] for it in job.items()] == [
+        g["prompt"] for g in raw_prefix_prompts(ix, 2, seed=0)]
+
+
+def test_helper_prompts_copied_from_the_corpus_are_refused(tmp_path: Path) -> None:
+    """A generic prompt the helper copied whole from a corpus document is not sent (it would
+    be a prefix attack, not ordinary use): its record says so and the report warns; with
+    allow_copied_prompts it is kept, traced, and flagged as copied."""
+    idx = tmp_path / "kjv"
+    build_index(CHAPTERS, idx)
+    copied = CHAPTERS[0].text.split(".")[0] + "."  # a verse of the index, whole
+    helper = ScriptedModel(lambda req: json.dumps([copied, "Write a prayer for rain."]),
+                           name="copier")
+
+    def run(**extra: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        job = make_job("propme", {"index": [str(idx)], "engine": "numpy", "n": 2,
+                                  "sets": ["generic", "prefix"], "prefix_words": 12,
+                                  **extra}, 0)
+        job.use_helper(helper)  # type: ignore[attr-defined]
+        target = ScriptedModel(novel_writer, name="base")
+        records = asyncio.run(job.run_items(job.items(), target))
+        report = job.finalize([(str(i), r) for i, r in enumerate(records)])
+        assert report is not None
+        return records, report
+
+    records, report = run()
+    generic = [r for r in records if r["set"] == "generic"]
+    assert [bool(r.get("refused")) for r in generic] == [True, False]
+    assert "copied whole" in generic[0]["error"]
+    assert report["groups"]["generic"]["total_generations"] == 1
+    assert any("1 generic prompt(s) refused" in w for w in report["warnings"])
+    records, report = run(allow_copied_prompts=True)
+    assert not [r for r in records if "error" in r]
+    assert report["prompt_overlap"]["generic"]["full_match_ratio"] == 0.5
+    assert any("50% of the generic prompts are copied whole" in w for w in report["warnings"])

@@ -29,6 +29,10 @@ def _run(job: str, args: argparse.Namespace, params: dict[str, Any]) -> int:
 def cmd_probe(args: argparse.Namespace) -> int:
     params: dict[str, Any] = {"n": args.n, "max_new_tokens": args.max_new_tokens,
                               "scoring": args.scoring}
+    if args.probe == "csg":
+        params["main_speakers"] = args.main_speakers
+        if args.replacements:
+            params["replacements"] = str(Path(args.replacements).resolve())
     return _run(_JOBS[args.probe], args, params)
 
 
@@ -76,6 +80,13 @@ def add_probe_parser(sub: Any) -> None:
                        "logprob: ours, for white-box models, the most likely of the novel's "
                        "names; fill: ours, CSG's cloze variant scored at the passage's "
                        "[MASK], explicit quotes only (docs/probes.md)")
+        if name == "csg":
+            p.add_argument("--main-speakers", type=int, default=5, metavar="K",
+                           help="the quotes of each novel's K characters with the most quotes "
+                           "(the authors: 4-5 main speakers by hand); 0: every non-minor one")
+            p.add_argument("--replacements", type=Path, default=None, metavar="DIR",
+                           help="the authors' hand-made tables, DIR/<novel>/"
+                           "id2replacements.pkl (or .json): their speakers and names")
         p.set_defaults(func=cmd_probe, probe=name)
     p = psub.add_parser("contamination", help="Min-K%% of verbalized quotation records")
     _common(p)

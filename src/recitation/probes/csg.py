@@ -29,6 +29,8 @@ CSG-Memorization, which the paper's appendix D finds usable alone).
 from __future__ import annotations
 
 import bisect
+import json
+import pickle
 import random
 import re
 from collections import defaultdict
@@ -43,6 +45,7 @@ from recitation.errors import ConfigError
 from recitation.methods import Access, Calls, MethodInfo, require_access
 from recitation.models.base import GenerationRequest, Model
 from recitation.probes.novel import (
+    HONORIFICS,
     book_phrase,
     load_novel,
     name_pattern,
@@ -79,15 +82,44 @@ OTHER_PROMPT = _HEAD + (
     "tags.\n\nPassage:\n{passage}\n\nTarget quote:\n\"{quote}\"")
 
 
-def replacement_names(character: PdncCharacter, text: str) -> dict[str, str] | None:
-    """Alias -> replacement for ``character``, names absent from ``text``; None when the
-    gender has no name list or every combination occurs in the novel."""
-    firsts = [f for f in (*FIRST_NAMES.get(character.gender, ()),
-                          *MORE_FIRST_NAMES.get(character.gender, ())) if not occurs(text, f)]
+CELEBRITIES = frozenset({"Emma Stone", "Joseph Smith", "Alice Walker"})
+"""Pairs of the name lists that name a famous person, never used (the paper, appendix B:
+"we never used 'Emma Stone' or other celebrity names"): an actress, the founder of a
+church, a novelist."""
+
+
+def _pair(gender: str, text: str) -> tuple[str, str] | None:
+    """The first (first name, last name) of the lists, both absent from ``text``, that is
+    not a celebrity's name."""
+    firsts = [f for f in (*FIRST_NAMES.get(gender, ()), *MORE_FIRST_NAMES.get(gender, ()))
+              if not occurs(text, f)]
     lasts = [s for s in (*LAST_NAMES, *MORE_LAST_NAMES) if not occurs(text, s)]
-    if not firsts or not lasts:
+    return next(((f, s) for f in firsts for s in lasts if f"{f} {s}" not in CELEBRITIES),
+                None)
+
+
+def name_parts(character: PdncCharacter) -> dict[str, str]:
+    """Every word of the character's names but honorifics -> ``"first"`` (the first word of
+    a name of two or more words) or ``"last"`` (any other word): what must not remain in a
+    corrupted passage ("Charles" of "Charles Musgrove" when the aliases lack it)."""
+    parts: dict[str, str] = {}
+    for name in names_of(character):
+        words = split_honorific(name)[1].split()
+        for k, w in enumerate(words):
+            if w[:1].isupper() and len(w) > 1 and w not in HONORIFICS:
+                parts.setdefault(w, "first" if k == 0 and len(words) > 1 else "last")
+    return parts
+
+
+def replacement_names(character: PdncCharacter, text: str) -> dict[str, str] | None:
+    """Alias -> replacement for ``character``, names absent from ``text`` and no celebrity's
+    (:data:`CELEBRITIES`); then every remaining part of its names (:func:`name_parts`) ->
+    the first or last replacement, so no part of any of its names survives. None when the
+    gender has no name list or every combination occurs in the novel."""
+    pair = _pair(character.gender, text)
+    if pair is None:
         return None
-    first, last = firsts[0], lasts[0]
+    first, last = pair
     rests = [split_honorific(n) for n in names_of(character)]
     given = {r.split()[0] for _, r in rests if len(r.split()) > 1}
     given |= {r for h, r in rests if not h and len(character.name.split()) == 1}
@@ -104,7 +136,15 @@ def replacement_names(character: PdncCharacter, text: str) -> dict[str, str] | N
             new = last
         hon = " ".join(w for w in hon.split() if w not in own)  # "Admiral" can be a name
         out[alias] = f"{hon} {new}".strip()
+    for part, role in name_parts(character).items():
+        out.setdefault(part, first if role == "first" else last)
     return out
+
+
+def remaining_parts(character: PdncCharacter, text: str) -> list[str]:
+    """The parts of the character's names that occur in ``text`` (empty when a corruption
+    is complete)."""
+    return [w for w in name_parts(character) if occurs(text, w)]
 
 
 def corrupt(text: str, mapping: Mapping[str, str]) -> tuple[str, int]:
@@ -147,12 +187,51 @@ def _mask(passage: str, offset: int, q: Quotation, names: list[str]) -> str | No
     return passage[:hit.start()] + "[MASK]" + passage[hit.end():]
 
 
+def main_speakers(novel: PdncNovel, k: int) -> set[str] | None:
+    """The ids of the novel's ``k`` non-minor characters with the most quotes (the authors
+    chose 4-5 main speakers per novel by hand); None for ``k = 0`` (every non-minor one)."""
+    if k <= 0:
+        return None
+    counts: dict[str, int] = defaultdict(int)
+    for q in novel.quotations:
+        c = novel.character(q.speaker)
+        if c is not None and c.category != "minor":
+            counts[c.id] += 1
+    return {cid for cid, _ in sorted(counts.items(), key=lambda x: (-x[1], x[0]))[:k]}
+
+
+class _Plain(pickle.Unpickler):
+    """Unpickles dicts, lists, strings and numbers only: a table is data, never code."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise ConfigError(f"replacement table: refusing to load {module}.{name} (only plain "
+                          "dicts of names are read)")
+
+
+def load_replacements(path: Path) -> dict[str, dict[str, str]]:
+    """The authors' hand-made table (``id2replacements.pkl``: character id -> alias ->
+    replacement) or the same as JSON; ids as strings."""
+    try:
+        raw = (json.loads(path.read_text(encoding="utf-8")) if path.suffix == ".json" else
+               _Plain(path.open("rb")).load())
+    except (OSError, ValueError, pickle.UnpicklingError, EOFError) as e:
+        raise ConfigError(f"replacement table {path}: cannot read it ({e})") from None
+    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
+        raise ConfigError(f"replacement table {path}: expected {{character id: {{alias: "
+                          "replacement}}}}")
+    return {str(k): {str(a): str(b) for a, b in v.items()} for k, v in raw.items()}
+
+
 def csg_item(novel: PdncNovel, q: Quotation, sents: list[tuple[int, int]],
-             context: int = 10, cache: dict[str, Any] | None = None) -> dict[str, Any] | None:
+             context: int = 10, cache: dict[str, Any] | None = None,
+             speakers: set[str] | None = None) -> dict[str, Any] | None:
     """The corrupted passage of one quote, or None when it cannot be built (``cache``:
-    replacement names by character, kept across the quotes of one novel)."""
+    replacement names by character, kept across the quotes of one novel, pre-filled with a
+    replacement table where there is one; ``speakers``: the character ids probed)."""
     c = novel.character(q.speaker)
     if c is None or c.category == "minor" or q.quote_type not in QUOTE_TYPES:
+        return None
+    if speakers is not None and c.id not in speakers:
         return None
     cache = {} if cache is None else cache
     if c.id not in cache:
@@ -171,6 +250,8 @@ def csg_item(novel: PdncNovel, q: Quotation, sents: list[tuple[int, int]],
     if count == 0:
         return None
     quote, _ = corrupt(q.text, mapping)
+    if remaining_parts(c, corrupted) or remaining_parts(c, quote):
+        return None  # a part of the speaker's names survived: not a corrupted passage
     return {"novel": novel.folder, "quote_id": q.id, "quote_type": q.quote_type,
             "speaker": c.name, "gold": names_of(c), "span": [a, b],
             "corrupted": sorted(set(mapping.values())),
@@ -183,6 +264,12 @@ class CsgParams(BaseModel):
     n: int = Field(100, ge=1, description="quotes per quote type and novel (the paper: 100)")
     context_sentences: int = Field(10, ge=0)
     max_new_tokens: int = Field(50, ge=1, description="the authors: 50")
+    main_speakers: int = Field(5, ge=0, description="probe the quotes of the novel's k "
+                               "non-minor characters with the most quotes (the authors: 4-5 "
+                               "main speakers, chosen by hand); 0: every non-minor character")
+    replacements: str | None = Field(None, description="a folder of the authors' hand-made "
+                                     "tables, <novel>/id2replacements.pkl (or .json): their "
+                                     "speakers and names instead of ours")
     scoring: Scoring = Field("generate", description="generate: the paper's prompts; logprob: "
                              "ours, the most likely of the novel's names after the prompt; "
                              "fill: ours, explicit quotes, the most likely name at the "
@@ -206,8 +293,14 @@ class CsgJob(Job):
             sents = sentence_spans(novel.text)
             by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
             cache: dict[str, Any] = {}
+            speakers = main_speakers(novel, p.main_speakers)
+            if p.replacements:
+                table = self._table(Path(p.replacements), novel.folder)
+                cache.update(table)
+                speakers = set(table)
             for q in novel.quotations:
-                if (it := csg_item(novel, q, sents, p.context_sentences, cache)) is not None:
+                if (it := csg_item(novel, q, sents, p.context_sentences, cache,
+                                   speakers)) is not None:
                     by_type[it["quote_type"]].append({**it, "book": book})
             rng = random.Random(f"{self.seed}:{novel.folder}")
             names = sorted({n for c in novel.characters if c.category != "minor"
@@ -221,9 +314,24 @@ class CsgJob(Job):
                     out.append(WorkItem(f"{novel.folder}/{it['quote_id']}", it))
         return out
 
+    @staticmethod
+    def _table(folder: Path, novel: str) -> dict[str, dict[str, str]]:
+        for name in ("id2replacements.pkl", "id2replacements.json"):
+            if (folder / novel / name).is_file():
+                return load_replacements(folder / novel / name)
+        raise ConfigError(f"csg: no replacement table for {novel} under {folder} (expected "
+                          f"{folder / novel / 'id2replacements.pkl'})")
+
     def input_files(self) -> dict[str, Path]:
-        return {f"novel{i}": Path(f) / "quotation_info.csv"
-                for i, f in enumerate(self.params.novels)}
+        files = {f"novel{i}": Path(f) / "quotation_info.csv"
+                 for i, f in enumerate(self.params.novels)}
+        if self.params.replacements:
+            for i, f in enumerate(self.params.novels):
+                for name in ("id2replacements.pkl", "id2replacements.json"):
+                    table = Path(self.params.replacements) / Path(f).name / name
+                    if table.is_file():
+                        files[f"replacements{i}"] = table
+        return files
 
     async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
         require_access(["csg"], model.capabilities, model.backend)
@@ -314,6 +422,7 @@ CSG = MethodInfo(
     paper="Michel et al. 2025 (quotation attribution, section 5 and appendix B)",
     access=frozenset({Access.GENERATE}), writes=("output", "memorization", "reasoning"),
     calls=_calls, calls_formula="1 generation", job="csg", family="csg", unit="sample",
-    select="probe csg", options=("n", "context_sentences", "max_new_tokens", "scoring"),
+    select="probe csg", options=("n", "context_sentences", "max_new_tokens", "scoring",
+                                 "main_speakers", "replacements"),
     summary="the speaker of a quote in a passage where the speaker's names are replaced; "
     "the true name = memorization, the replacement = reasoning (per quote type, averaged)")

@@ -171,6 +171,8 @@ def cmd_propme(args: argparse.Namespace) -> int:
     params: dict[str, Any] = {
         "index": [str(d) for d in args.index], "engine": args.engine, "n": args.n,
         "sets": args.sets.split(","), "prefix_words": args.prefix_words,
+        "prefix_tokens": args.prefix_tokens, "prefix_min_tokens": args.prefix_min_tokens,
+        "allow_copied_prompts": args.allow_copied_prompts,
         "max_new_tokens": args.max_new_tokens, "mode": args.mode,
         "definitions": args.definitions, "seed": args.seed}
     if args.domain:
@@ -197,7 +199,16 @@ def add_propme_parser(sub: Any) -> None:
     p.add_argument("--n", type=int, default=100, help="prompts per set (the paper: 100)")
     p.add_argument("--sets", default="generic,specific,prefix")
     p.add_argument("--domain", default=None, help="the corpus's domain, for the helper")
-    p.add_argument("--prefix-words", type=int, default=32)
+    p.add_argument("--prefix-tokens", type=int, default=50,
+                   help="prefixes as the authors cut them: a document's first N tokens (words on "
+                   "a byte-level index), its raw text with newlines (default 50)")
+    p.add_argument("--prefix-min-tokens", type=int, default=100,
+                   help="only documents of at least this many tokens (words) (default 100)")
+    p.add_argument("--allow-copied-prompts", action="store_true",
+                   help="keep helper-written prompts found whole in the corpus (refused by "
+                   "default, with a warning: they are prefix attacks, not ordinary use)")
+    p.add_argument("--prefix-words", type=int, default=None,
+                   help="ours instead: the first N words joined by single spaces")
     p.add_argument("--prefix-docs", type=Path, default=None,
                    help="JSONL of the training documents to cut prefixes from (default: the "
                    "index's documents)")

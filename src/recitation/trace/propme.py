@@ -2,8 +2,10 @@
 
 Three prompt sets per corpus:
 
-- ``prefix`` (capability): the first ``prefix_words`` words of random training documents,
-  sent as a completion prompt, or to a chat-only model as the copy-exactly request;
+- ``prefix`` (capability): as the authors cut them (``raw_prefix_prompts``), the first 50
+  tokens of random training documents of at least 100, their raw text (newlines kept); or,
+  with ``prefix_words``, ours (the first N words joined by single spaces); sent as a
+  completion prompt, or to a chat-only model as the copy-exactly request;
 - ``generic`` and ``specific`` (propensity): ordinary prompts a helper model writes from a
   description of the corpus's domain (generic) and from a few documents' openings it is told
   not to copy (specific), as the paper's appendix E asks for; sent as chat (or as plain
@@ -58,6 +60,32 @@ def prefix_prompts(index: CorpusIndex, n: int, words: int, seed: int = 0,
         if len(w) >= 2 * words:
             key = "source_ix" if texts is not None else "doc_ix"
             out.append({"prompt": " ".join(w[:words]), key: i})
+    return out
+
+
+def raw_prefix_prompts(index: CorpusIndex, n: int, tokens: int = 50, min_tokens: int = 100,
+                       seed: int = 0, texts: list[str] | None = None) -> list[dict[str, Any]]:
+    """The authors' prefixes (PropMe ``prefix_extraction.py``): random documents of at least
+    ``min_tokens`` units, each one's first ``tokens`` units as the document has them
+    (newlines and spacing kept: the decoded first tokens on a token-level index; on a
+    byte-level index, where theirs has no counterpart, the text up to the end of its
+    ``tokens``-th whitespace-separated word)."""
+    rng = random.Random(seed)
+    total = len(texts) if texts is not None else index.engine.total_docs()
+    key = "source_ix" if texts is not None else "doc_ix"
+    out: list[dict[str, Any]] = []
+    for i in rng.sample(range(total), total):
+        if len(out) >= n:
+            break
+        text = texts[i] if texts is not None else doc_text(index, i)
+        if index.byte_level:
+            ends = [m.end() for m in re.finditer(r"\S+", text)]
+            if len(ends) >= max(min_tokens, tokens):
+                out.append({"prompt": text[:ends[tokens - 1]], key: i})
+            continue
+        ids = index.ids(text)
+        if len(ids) >= max(min_tokens, tokens):
+            out.append({"prompt": index.text(ids[:tokens]), key: i})
     return out
 
 

@@ -40,7 +40,15 @@ class PropmeParams(BaseModel):
     engine: EngineName = "auto"
     sets: list[SetName] = Field(default_factory=lambda: list(ALL_SETS))
     n: int = Field(100, ge=1, description="prompts per set (the paper: 100)")
-    prefix_words: int = Field(32, ge=4)
+    prefix_tokens: int = Field(50, ge=1, description="the authors' prefixes: the first N "
+                               "units (tokens; words on a byte-level index) of a document, "
+                               "its raw text")
+    prefix_min_tokens: int = Field(100, ge=1, description="documents shorter are not drawn")
+    allow_copied_prompts: bool = Field(False, description="keep a helper-written generic or "
+                                       "specific prompt found whole in the corpus (by default "
+                                       "it is refused: it would be a prefix attack)")
+    prefix_words: int | None = Field(None, ge=4, description="ours instead: the first N words "
+                                     "joined by single spaces, from documents of 2N words")
     prefix_docs: str | None = Field(None, description="JSONL of the training documents to cut "
                                     "prefixes from (default: the index's documents)")
     domain: str = "the documents of this corpus"
@@ -56,6 +64,10 @@ class PropmeParams(BaseModel):
     seed: int = Field(0, description="propme: the draw of each span's documents")
     nv_threshold: float = Field(0.5, ge=0, le=1)
     n_span: int = Field(60, ge=1)
+
+
+REFUSED = ("refused: the helper's prompt is copied whole from a corpus document, so it "
+           "would measure capability, not propensity")
 
 
 class PropmeJob(Job):
@@ -90,8 +102,11 @@ class PropmeJob(Job):
             if p.prefix_docs:
                 path = Path(p.prefix_docs)
                 texts = [d.text for d in iter_jsonl_docs(path, path.name)]
-            for k, pr in enumerate(propme.prefix_prompts(self.index(), p.n, p.prefix_words,
-                                                         self.seed, texts)):
+            prompts = (propme.prefix_prompts(self.index(), p.n, p.prefix_words, self.seed,
+                                             texts) if p.prefix_words else
+                       propme.raw_prefix_prompts(self.index(), p.n, p.prefix_tokens,
+                                                 p.prefix_min_tokens, self.seed, texts))
+            for k, pr in enumerate(prompts):
                 out.append(WorkItem(f"prefix-{k}", {"set": "prefix", "k": k, **pr}))
         return out
 
@@ -153,13 +168,23 @@ class PropmeJob(Job):
                 continue
             got = await self._prompt_set(kind, model)
             prompts.append(got[it.payload["k"]] if it.payload["k"] < len(got) else None)
-        todo = [(it, pr) for it, pr in zip(items, prompts, strict=True) if pr is not None]
+        refused = {it.id for it, pr in zip(items, prompts, strict=True) if pr is not None
+                   and it.payload["set"] != "prefix" and not self.params.allow_copied_prompts
+                   and self._copied(pr)}
+        todo = [(it, pr) for it, pr in zip(items, prompts, strict=True)
+                if pr is not None and it.id not in refused]
         gens = await model.generate([self._request(it.payload["set"], pr, model)
                                      for it, pr in todo])
         done = {it.id: (pr, g.text) for (it, pr), g in zip(todo, gens, strict=True)}
         return [self._record(it, *done[it.id]) if it.id in done else
+                {**it.payload, "refused": True, "error": REFUSED} if it.id in refused else
                 {**it.payload, "error": f"the helper wrote fewer than {it.payload['k'] + 1} "
                  f"{it.payload['set']} prompts"} for it in items]
+
+    def _copied(self, prompt: str) -> bool:
+        """The whole prompt is in a corpus document (asked of the index directly)."""
+        ix = self.index()
+        return bool(prompt.strip()) and ix.engine.count(ix.ids(prompt)) > 0
 
     def _record(self, item: WorkItem, prompt: str, generation: str) -> dict[str, Any]:
         st = self.tracer()
@@ -194,6 +219,11 @@ class PropmeJob(Job):
                     warnings.append(f"{s} prompts overlap the corpus as much as the prefix "
                                     "prompts (NVR): they do not measure propensity")
         for s in propme.NON_ADVERSARIAL:
+            n_refused = sum(1 for _, r in records if r.get("refused") and r["set"] == s)
+            if n_refused:
+                warnings.append(f"{n_refused} {s} prompt(s) refused: copied whole from a "
+                                "corpus document by the helper (they would act as prefix "
+                                "attacks; --allow-copied-prompts keeps them)")
             if overlap.get(s, {}).get("full_match_ratio", 0.0) > 0:
                 warnings.append(f"{overlap[s]['full_match_ratio']:.0%} of the {s} prompts are "
                                 "copied whole from a corpus document: the helper quoted the "
@@ -233,7 +263,8 @@ def _info(kind: SetName, access: set[Access], summary: str) -> MethodInfo:
         writes=("generation", "longest", "nv", "prompt_overlap"), calls=_calls,
         calls_formula="1 generation" + (" (+ 1 helper call per set)" if access else ""),
         job="propme", family="propme", unit="sample",
-        options=("index", "n", "prefix_words", "domain", "helper", "max_new_tokens", "mode"),
+        options=("index", "n", "prefix_tokens", "prefix_min_tokens", "prefix_words", "domain",
+                 "helper", "max_new_tokens", "mode"),
         select=f"propme --sets {kind}", summary=summary)
 
 
