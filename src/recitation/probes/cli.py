@@ -29,6 +29,8 @@ def _run(job: str, args: argparse.Namespace, params: dict[str, Any]) -> int:
 def cmd_probe(args: argparse.Namespace) -> int:
     params: dict[str, Any] = {"n": args.n, "max_new_tokens": args.max_new_tokens,
                               "scoring": args.scoring}
+    if args.probe == "name-cloze":
+        params["passages"] = args.passages
     if args.probe == "csg":
         params["main_speakers"] = args.main_speakers
         if args.replacements:
@@ -80,6 +82,11 @@ def add_probe_parser(sub: Any) -> None:
                        "logprob: ours, for white-box models, the most likely of the novel's "
                        "names; fill: ours, CSG's cloze variant scored at the passage's "
                        "[MASK], explicit quotes only (docs/probes.md)")
+        if name == "name-cloze":
+            p.add_argument("--passages", choices=("authors", "windows"), default="authors",
+                           help="authors: one passage per single-token mention, by the rules "
+                           "of the authors' released passages (default); windows: ours, "
+                           "every 40-60 token window with one mention")
         if name == "csg":
             p.add_argument("--main-speakers", type=int, default=5, metavar="K",
                            help="the quotes of each novel's K characters with the most quotes "

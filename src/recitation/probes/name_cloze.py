@@ -1,13 +1,17 @@
 """Name cloze (Chang et al. 2023), as used by Michel et al. (2025) section 5.
 
-A passage of 40-60 word tokens (:func:`recitation.probes.novel.word_tokens`: words and
-punctuation marks; Chang et al. count BookNLP tokens) made of whole sentences, containing
-exactly one mention of a person name, and that mention is a single token: one word of a
-character's name or alias from ``character_info.csv`` (honorifics such as ``Miss`` may stand
-before it: ``Miss [MASK] married``), not next to another name word. The name is replaced by
-``[MASK]``; the model answers in ``<name>...</name>`` tags (the authors' prompt with two
-examples, ``main_name_cloze.py``); exact match of the parsed answer with the name; greedy
-decoding. Passages are sampled per novel with the run's seed (the authors: 100).
+Passages (``passages="authors"``, the default) by the rules of the passages the authors read
+(:mod:`recitation.probes.cloze_rules`: one per single-token person-name mention, the whole
+sentences around it with no other proper name, 40-60 tokens, closest to 50). Ours
+(``passages="windows"``): a passage of 40-60 word tokens
+(:func:`recitation.probes.novel.word_tokens`: words and punctuation marks; Chang et al. count
+BookNLP tokens) made of whole sentences, containing exactly one mention of a person name, and
+that mention is a single token: one word of a character's name or alias from
+``character_info.csv`` (honorifics such as ``Miss`` may stand before it: ``Miss [MASK]
+married``), not next to another name word. The name is replaced by ``[MASK]``; the model
+answers in ``<name>...</name>`` tags (the authors' prompt with two examples,
+``main_name_cloze.py``); exact match of the parsed answer with the name; greedy decoding.
+Passages are sampled per novel with the run's seed (the authors: 100).
 
 The authors read passages prepared by Chang et al. (``<novel>.name_cloze.txt``, from BookNLP
 NER); we build them from the PDNC character list, so any PDNC-format folder works.
@@ -18,13 +22,14 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from recitation.errors import ConfigError
 from recitation.methods import Access, Calls, MethodInfo, require_access
 from recitation.models.base import GenerationRequest, Model
+from recitation.probes.cloze_rules import authors_passages
 from recitation.probes.novel import (
     HONORIFICS,
     NON_CHARACTERS,
@@ -99,8 +104,12 @@ class NameClozeParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     novels: list[str] = Field(default_factory=list, description="PDNC-format novel folders")
     n: int = Field(100, ge=1, description="passages per novel (the paper: 100)")
-    min_tokens: int = Field(40, ge=1)
-    max_tokens: int = Field(60, ge=1)
+    passages: Literal["authors", "windows"] = Field(
+        "authors", description="authors: one passage per single-token mention, as the "
+        "authors' released passages are made (probes/cloze_rules.py); windows: ours, every "
+        "40-60 token window of whole sentences with one mention")
+    min_tokens: int = Field(40, ge=1, description="windows only")
+    max_tokens: int = Field(60, ge=1, description="windows only")
     max_new_tokens: int = Field(50, ge=1, description="the authors: 50")
     scoring: Scoring = Field("generate", description="generate: the paper's prompt; logprob: "
                              "ours, the most likely of the novel's names (probes/scoring.py); "
@@ -121,8 +130,9 @@ class NameClozeJob(Job):
         for folder in p.novels:
             novel = load_novel(folder)
             names = name_words(novel)
-            cands = cloze_passages(novel.text, names, min_tokens=p.min_tokens,
-                                   max_tokens=p.max_tokens)
+            cands = (authors_passages(novel.text, names) if p.passages == "authors" else
+                     cloze_passages(novel.text, names, min_tokens=p.min_tokens,
+                                    max_tokens=p.max_tokens))
             rng = random.Random(f"{self.seed}:{novel.folder}")
             extra = {"candidates": sorted(names)} if scored(p.scoring) else {}
             for k, c in enumerate(rng.sample(cands, min(p.n, len(cands)))):
@@ -188,6 +198,6 @@ NAME_CLOZE = MethodInfo(
     "al. 2023)", access=frozenset({Access.GENERATE}),
     writes=("output", "correct"), calls=_calls, calls_formula="1 generation",
     job="name_cloze", family="name_cloze", unit="passage", select="probe name-cloze",
-    options=("n", "min_tokens", "max_tokens", "max_new_tokens", "scoring"),
+    options=("n", "passages", "min_tokens", "max_tokens", "max_new_tokens", "scoring"),
     summary="a 40-60 token passage with its one single-token character name masked; exact "
     "match of the model's answer, per novel")
