@@ -103,15 +103,16 @@ def test_name_cloze_and_csg_rise_on_trained_novels_only(
 ) -> None:
     """``recitation probe control`` end to end, then its verdict in ``task analyse``: SmolLM2
     fine-tuned on Persuasion's 4 cloze passages and the passages (3 sentences either side) of 4
-    explicit quotes whose corrupted passage names the replacement before the mask; Hard Times
-    probed, not trained. Scoring 'fill': the scoring cloze, and CSG's cloze variant scored at
-    the mask. A sixth of the default training (2 copies, 2 epochs, lr 3e-4; measured 2026-11-26:
-    name cloze 0.00 -> 0.75, CSG-M 0.00 -> 0.25 on Persuasion, Hard Times unchanged, as at 4
-    copies; at 1 copy CSG-M does not rise: docs/probes.md, "How much training the test's control
-    needs"). Measured with 8 CSG quotes (docs/probes.md): name cloze 0.00 -> 0.75 on Persuasion,
-    0.25 -> 0.00 on Hard Times; CSG-M (cloze) 0.00 -> 0.38 and 0.00 -> 0.00. With the authors'
-    prompt (generation, or the prompt scored) CSG-M stays 0 after fine-tuning at two doses: the
-    135M model copies the replacement name.
+    explicit quotes whose corrupted passage names the replacement before the mask; Hard
+    Times probed, not trained. Scoring 'fill': the scoring cloze, and CSG's cloze variant
+    scored at the mask. A sixth of the default training (2 copies, 2 epochs, lr 3e-4).
+    Measured 2026-11-26 with issue 27's probe defaults (the authors' name-cloze passage
+    rules, CSG on the 5 main speakers): name cloze 0.00 -> 1.00 and CSG-M (cloze) 0.00 ->
+    0.75 on Persuasion, Hard Times 0.00 -> 0.00 on both; before them 0.75 and 0.25, at 4
+    copies and at 2; at 1 copy CSG-M did not rise (docs/probes.md, "How much training the
+    test's control needs"). With the authors' prompt (generation, or the prompt scored)
+    CSG-M stays 0 after fine-tuning at two doses: the 135M model copies the replacement
+    name.
     The probes' scores go through the session's response cache (conftest.py): a first run of the
     suite computes them, a second reads them back (the verdicts are computed either way)."""
     from recitation.cli import main
