@@ -66,6 +66,22 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs-dir", type=Path, default=None)
 
 
+def _probe_options(p: argparse.ArgumentParser, name: str) -> None:
+    """The options of one probe only."""
+    if name == "name-cloze":
+        p.add_argument("--passages", choices=("authors", "windows"), default="authors",
+                       help="authors: one passage per single-token mention, by the rules of "
+                       "the authors' released passages (default); windows: ours, every "
+                       "40-60 token window with one mention")
+    if name == "csg":
+        p.add_argument("--main-speakers", type=int, default=5, metavar="K",
+                       help="the quotes of each novel's K characters with the most quotes "
+                       "(the authors: 4-5 main speakers by hand); 0: every non-minor one")
+        p.add_argument("--replacements", type=Path, default=None, metavar="DIR",
+                       help="the authors' hand-made tables, DIR/<novel>/id2replacements.pkl "
+                       "(or .json): their speakers and names")
+
+
 def add_probe_parser(sub: Any) -> None:
     probe = sub.add_parser("probe", help="book memorization probes on PDNC-format novels "
                            "(docs/probes.md)")
@@ -82,18 +98,7 @@ def add_probe_parser(sub: Any) -> None:
                        "logprob: ours, for white-box models, the most likely of the novel's "
                        "names; fill: ours, CSG's cloze variant scored at the passage's "
                        "[MASK], explicit quotes only (docs/probes.md)")
-        if name == "name-cloze":
-            p.add_argument("--passages", choices=("authors", "windows"), default="authors",
-                           help="authors: one passage per single-token mention, by the rules "
-                           "of the authors' released passages (default); windows: ours, "
-                           "every 40-60 token window with one mention")
-        if name == "csg":
-            p.add_argument("--main-speakers", type=int, default=5, metavar="K",
-                           help="the quotes of each novel's K characters with the most quotes "
-                           "(the authors: 4-5 main speakers by hand); 0: every non-minor one")
-            p.add_argument("--replacements", type=Path, default=None, metavar="DIR",
-                           help="the authors' hand-made tables, DIR/<novel>/"
-                           "id2replacements.pkl (or .json): their speakers and names")
+        _probe_options(p, name)
         p.set_defaults(func=cmd_probe, probe=name)
     p = psub.add_parser("contamination", help="Min-K%% of verbalized quotation records")
     _common(p)

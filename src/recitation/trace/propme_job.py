@@ -195,9 +195,8 @@ class PropmeJob(Job):
                 "prompt_overlap": {"longest": pt.longest,
                                    # whole in a document: asked of the index directly, not
                                    # of the documents drawn per span
-                                   "full_match": pt.has_tier("exact_full_raw") or bool(
-                                       prompt.strip() and st.index.engine.count(
-                                           st.index.ids(prompt)) > 0),
+                                   "full_match": pt.has_tier("exact_full_raw")
+                                   or self._copied(prompt),
                                    "nv": generation_nv_of(st, pt).recall}}
 
     def finalize(self, records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any] | None:
