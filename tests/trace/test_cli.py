@@ -27,9 +27,10 @@ def test_index_build_trace_validate(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["index", "info", str(idx), "--engine", "numpy"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert (info["documents"], info["manifest"]["token_dtype"]) == (2, "u8")
-    assert main(["index", "validate", str(idx), "--docs", "2", "--json",
-                 "--engine", "numpy"]) == 0
-    assert all(r["pass"] == 1.0 for r in json.loads(capsys.readouterr().out).values())
+    for definitions in ("propme", "recitation"):
+        assert main(["index", "validate", str(idx), "--docs", "2", "--json",
+                     "--engine", "numpy", "--definitions", definitions]) == 0
+        assert all(r["pass"] == 1.0 for r in json.loads(capsys.readouterr().out).values())
 
     gens = tmp_path / "gens.jsonl"
     gens.write_text(json.dumps({"id": "a", "group": "prefix", "text": PSALM[42:]}) + "\n"

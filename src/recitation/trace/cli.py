@@ -86,7 +86,10 @@ def cmd_index_validate(args: argparse.Namespace) -> int:
 
     ix = open_index(args.dir, engine=args.engine, token_dtype=args.token_dtype,
                     tokenizer=_tokenizer(args.tokenizer))
-    rates = validate(ix, n_docs=args.docs, size=args.size, seed=args.seed)
+    from recitation.trace.simpletrace import TraceConfig
+
+    rates = validate(ix, n_docs=args.docs, size=args.size, seed=args.seed,
+                     config=TraceConfig(definitions=args.definitions, seed=args.seed))
     if args.json:
         print(json.dumps(rates, indent=2))
         return 0
@@ -272,6 +275,8 @@ def add_index_parser(sub: Any) -> None:
     p.add_argument("--tokenizer", metavar="MODEL", default=None,
                    help="the model whose tokenizer a token-level index was built with")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--definitions", choices=("propme", "recitation"), default="propme",
+                   help="SimpleTrace's definitions the queries are traced with (see trace)")
     _engine(p)
     p.set_defaults(func=cmd_index_validate)
 
