@@ -25,17 +25,17 @@ give back.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from recitation.probes.novel import HONORIFICS, sentence_spans
+from recitation.probes.novel import HONORIFICS, WORD, sentence_spans
 
 INVALID_NAMES = frozenset({"god", "dad", "mother", "father", "mama", "daddy", "ma", "papa",
                            "mum", "jesus", "christ", "pa", "mom", "kid"})
 TARGET, MIN_LEN, MAX_LEN = 50, 40, 60
-_TOKEN = re.compile(r"\w+(?:['’]\w+)*|[^\w\s]")
 _OPENERS = frozenset("\"'“‘(—-_[")
 
 
@@ -52,7 +52,7 @@ def tokens(text: str) -> list[Tok]:
     out: list[Tok] = []
     for sid, (a, b) in enumerate(sentence_spans(text)):
         out += [Tok(m.group(), a + m.start(), a + m.end(), sid)
-                for m in _TOKEN.finditer(text[a:b])]
+                for m in WORD.finditer(text[a:b])]
     return out
 
 
@@ -106,11 +106,13 @@ def entities(toks: list[Tok], names: Iterable[str], lower: set[str]
     return ent, single
 
 
-def best_window(toks: list[Tok], i: int, ent: set[int], sent_tokens: list[tuple[int, int]]
+def best_window(toks: list[Tok], i: int, ent: list[int], sent_tokens: list[tuple[int, int]]
                 ) -> tuple[int, int] | None:
-    """The sentences around token ``i`` (first and last token index), as theirs."""
-    prev = max((k for k in ent if k < i), default=None)
-    nxt = min((k for k in ent if k > i), default=None)
+    """The sentences around token ``i`` (first and last token index), as theirs (``ent``:
+    every entity token, sorted)."""
+    at = bisect.bisect_left(ent, i)  # ent sorted; i itself is one of them
+    prev = ent[at - 1] if at > 0 else None
+    nxt = ent[at + 1] if at + 1 < len(ent) else None
     first_sid = toks[prev].sid + 1 if prev is not None else 0
     last_sid = toks[nxt].sid - 1 if nxt is not None else toks[-1].sid
     sid = toks[i].sid
@@ -130,7 +132,8 @@ def authors_passages(text: str, names: set[str]) -> list[dict[str, Any]]:
     if not toks:
         return []
     lower = {m.group() for m in re.finditer(r"\b[a-z]\w*", text)}
-    ent, single = entities(toks, names, lower)
+    ent_set, single = entities(toks, names, lower)
+    ent = sorted(ent_set)
     sent_tokens: list[tuple[int, int]] = []
     for k, t in enumerate(toks):
         if t.sid >= len(sent_tokens):

@@ -38,7 +38,8 @@ HONORIFICS = frozenset({
 NON_CHARACTERS = frozenset({"_group", "_unknowable", "_narr", "_unknown"})
 
 _SENT_END = re.compile(r"""[.!?]+['"”’)\]]*(?=\s+['"“‘(]?[A-Z0-9])|\n[ \t]*\n""")
-_WORD = re.compile(r"\w+(?:['’]\w+)*|[^\w\s]")
+WORD = re.compile(r"\w+(?:['’]\w+)*|[^\w\s]")
+"""A word (with inner apostrophes) or one punctuation mark: the token of name-cloze lengths."""
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ def _strip(text: str, a: int, b: int) -> tuple[int, int]:
 
 def word_tokens(text: str) -> list[str]:
     """Words and punctuation marks (the unit of name-cloze passage lengths)."""
-    return _WORD.findall(text)
+    return WORD.findall(text)
 
 
 def split_honorific(name: str) -> tuple[str, str]:

@@ -275,7 +275,9 @@ def add_index_parser(sub: Any) -> None:
     p.add_argument("--tokenizer", metavar="MODEL", default=None,
                    help="the model whose tokenizer a token-level index was built with")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--definitions", choices=("propme", "recitation"), default="propme",
+    from recitation.trace.simpletrace import DEFINITIONS
+
+    p.add_argument("--definitions", choices=DEFINITIONS, default="propme",
                    help="SimpleTrace's definitions the queries are traced with (see trace)")
     _engine(p)
     p.set_defaults(func=cmd_index_validate)

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recitation.trace.index import CorpusIndex
-from recitation.trace.nvrecall import round_half_up
+from recitation.trace.nvrecall import clamp, round_half_up
 from recitation.trace.nvrecall import words as nv_words_propme
 from recitation.trace.simpletrace import GenerationTrace
 
@@ -45,10 +45,6 @@ _WORD = re.compile(r"\w+")
 
 def nv_words(text: str) -> list[str]:
     return _WORD.findall(unicodedata.normalize("NFKC", text).lower())
-
-
-def _clamp(x: float, lo: int, hi: int) -> int:
-    return max(lo, min(hi, round(x)))
 
 
 @dataclass(frozen=True)
@@ -65,7 +61,7 @@ def nv_recall(reference: str, candidate: str) -> NearVerbatim:
     n = len(ref)
     if not n or not cand:
         return NearVerbatim(0.0, 0, n, len(cand))
-    l1, l2 = _clamp(0.15 * n, 2, 20), _clamp(0.35 * n, 4, 100)
+    l1, l2 = clamp(0.15 * n, 2, 20), clamp(0.35 * n, 4, 100)
     blocks = [b for b in difflib.SequenceMatcher(None, ref, cand, autojunk=False)
               .get_matching_blocks() if b.size >= l1]
     runs: list[list[int]] = []  # [a_end, b_end, matched]

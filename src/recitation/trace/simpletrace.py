@@ -29,7 +29,7 @@ import math
 import random
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from recitation.trace.index import CorpusIndex
 from recitation.trace.nvrecall import nv_recall
@@ -40,7 +40,7 @@ TIERS: tuple[Tier, ...] = ("exact_full_raw", "exact_full_normalized", "partial")
 
 
 Definitions = Literal["propme", "recitation"]
-DEFINITIONS: tuple[str, ...] = ("propme", "recitation")
+DEFINITIONS: tuple[str, ...] = get_args(Definitions)
 
 
 @dataclass(frozen=True)
