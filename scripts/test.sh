@@ -2,6 +2,20 @@
 # Command 2 of the README: set up the development dependencies and run the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The model runtime first (torch, transformers, the embedded model): enough to build the quick
+# organism, which the whole suite's organism tests need. pip leaves a core idle, so for the
+# whole suite (no pytest arguments) the organism is built (or found up to date) in the
+# background while the rest installs and the linters run; the suite's `quick` fixture waits
+# for it on the organism's lock, or builds it itself if that build failed (its log:
+# .venv/organism-build.log). RECITATION_PREBUILD=0 turns this off.
+bash scripts/setup.sh "local"
+PREBUILD=""
+if [ $# -eq 0 ] && [ "${RECITATION_PREBUILD:-1}" != "0" ]; then
+  echo "building the quick organism in the background (log: .venv/organism-build.log)"
+  .venv/bin/python -m recitation.cli organism build --quick > .venv/organism-build.log 2>&1 &
+  PREBUILD=$!
+  trap '[ -n "$PREBUILD" ] && kill "$PREBUILD" 2>/dev/null || true' EXIT
+fi
 bash scripts/setup.sh "all,dev"
 # Debian's chromium for the HTML report's browser test (driven by Playwright through its
 # executable path; `playwright install` is never run). Idempotent: skipped when installed.
@@ -16,4 +30,4 @@ echo "lint: ruff check, mypy --strict"
 .venv/bin/mypy src
 # two workers (RECITATION_TEST_WORKERS; 0: none): the real-model tests in two groups, one
 # per worker (tests/conftest.py), the other tests shared between them
-exec .venv/bin/python -m pytest -n "${RECITATION_TEST_WORKERS:-2}" --dist loadgroup "$@"
+.venv/bin/python -m pytest -n "${RECITATION_TEST_WORKERS:-2}" --dist loadgroup "$@"
