@@ -145,7 +145,7 @@ def test_name_cloze_and_csg_rise_on_trained_novels_only(
     from recitation.organism.config import digest
 
     texts = control.training_texts([member], 0, 4, 4, 3, "fill")
-    key = control.control_key(texts, dose=2, epochs=2, learning_rate=3e-4, seed=0, threads=2)
+    key = control.control_key(texts, dose=2, epochs=2, learning_rate=3e-4, seed=0, threads=1)
     entry = model_cache_dir() / "controls" / digest(key)[:16]
     assert json.loads((entry / "key.json").read_text("utf-8")) == key
     assert (out / "model" / "model.safetensors").stat().st_ino == (
