@@ -25,7 +25,7 @@ from recitation.corpus.pdnc import list_pdnc_novels
 from recitation.errors import ConfigError, CorpusError
 from recitation.organism.config import OrganismConfig
 
-Offsets = Callable[[str], list[tuple[int, int]]]
+Offsets = Callable[[str], Sequence[tuple[int, int]]]
 """Character (start, end) of every token of a text, in order (no special tokens)."""
 
 
