@@ -180,8 +180,9 @@ def cmd_propme(args: argparse.Namespace) -> int:
         "definitions": args.definitions, "seed": args.seed}
     if args.domain:
         params["domain"] = args.domain
-    if args.prefix_docs:
-        params["prefix_docs"] = str(args.prefix_docs)
+    for key in ("prefix_docs", "generic_sentences", "specific_sentences"):
+        if getattr(args, key):
+            params[key] = str(getattr(args, key))
     if args.helper:
         params["helper"] = parse_model_spec(args.helper)
     cfg = parse_config({"job": "propme", "name": "propme",
@@ -201,6 +202,13 @@ def add_propme_parser(sub: Any) -> None:
                    help="writes the generic and specific prompts (default: the target)")
     p.add_argument("--n", type=int, default=100, help="prompts per set (the paper: 100)")
     p.add_argument("--sets", default="generic,specific,prefix")
+    p.add_argument("--generic-sentences", type=Path, default=None, metavar="FILE",
+                   help="the authors' generic set: sentences of an outside sample (one per "
+                   "line, or JSONL 'text'; theirs: Tatoeba) that do not occur whole in the "
+                   "index, N drawn (default: prompts written by the helper)")
+    p.add_argument("--specific-sentences", type=Path, default=None, metavar="FILE",
+                   help="the authors' specific set: the same, from sources the model cannot "
+                   "have seen (published after it)")
     p.add_argument("--domain", default=None, help="the corpus's domain, for the helper")
     p.add_argument("--prefix-tokens", type=int, default=50,
                    help="prefixes as the authors cut them: a document's first N tokens (words on "

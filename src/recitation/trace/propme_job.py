@@ -24,7 +24,7 @@ from recitation.models.base import GenerationRequest, Model
 from recitation.models.config import ModelConfig
 from recitation.prompts import copy_exactly
 from recitation.runs.jobs import Job, Table, WorkItem
-from recitation.trace import propme
+from recitation.trace import prompt_sets, propme
 from recitation.trace.index import CorpusIndex, EngineName, open_index
 from recitation.trace.job import _restored, aggregate_of, generation_nv_of, trace_record
 from recitation.trace.simpletrace import Definitions, SimpleTrace, TraceConfig
@@ -51,6 +51,14 @@ class PropmeParams(BaseModel):
                                      "joined by single spaces, from documents of 2N words")
     prefix_docs: str | None = Field(None, description="JSONL of the training documents to cut "
                                     "prefixes from (default: the index's documents)")
+    generic_sentences: str | None = Field(None, description="an outside sentence sample (one "
+                                          "per line, or JSONL 'text'): the generic prompts "
+                                          "as the authors draw them, its sentences that do "
+                                          "not occur whole in the index (default: written "
+                                          "by the helper)")
+    specific_sentences: str | None = Field(None, description="the same for the specific "
+                                           "prompts: sentences of sources the model cannot "
+                                           "have seen (the authors: published after it)")
     domain: str = "the documents of this corpus"
     examples: int = Field(5, ge=1, description="document openings shown for 'specific'")
     helper: ModelConfig | None = None  # default: the target
@@ -95,8 +103,11 @@ class PropmeJob(Job):
 
     def items(self) -> list[WorkItem]:
         p = self.params
-        out = [WorkItem(f"{s}-{k}", {"set": s, "k": k}) for s in ("generic", "specific")
-               if s in p.sets for k in range(p.n)]
+        out: list[WorkItem] = []
+        for s in ("generic", "specific"):
+            if s in p.sets:
+                out += self._sentence_items(s) if self._sentences(s) else [
+                    WorkItem(f"{s}-{k}", {"set": s, "k": k}) for k in range(p.n)]
         if "prefix" in p.sets:
             texts = None
             if p.prefix_docs:
@@ -110,9 +121,28 @@ class PropmeJob(Job):
                 out.append(WorkItem(f"prefix-{k}", {"set": "prefix", "k": k, **pr}))
         return out
 
+    def _sentences(self, kind: str) -> str | None:
+        return self.params.generic_sentences if kind == "generic" else \
+            self.params.specific_sentences
+
+    def _sentence_items(self, kind: str) -> list[WorkItem]:
+        """The set drawn from its sentence sample when the run is created (the authors'
+        way, :mod:`recitation.trace.prompt_sets`): each item holds its prompt, group and
+        coverage, and the sample's full matches (excluded)."""
+        path = Path(self._sentences(kind) or "")
+        drawn, counts = prompt_sets.sentence_prompts(
+            self.index(), prompt_sets.read_sentences(path), self.params.n,
+            self.seed + (2 if kind == "generic" else 3))
+        return [WorkItem(f"{kind}-{k}", {"set": kind, "k": k, "source": "sentences", **d,
+                                         "sample_full_matches": counts[prompt_sets.FULL]})
+                for k, d in enumerate(drawn)]
+
     def input_files(self) -> dict[str, Path]:
-        return {"params.prefix_docs": Path(self.params.prefix_docs)} if \
-            self.params.prefix_docs else {}
+        p = self.params
+        files = {"params.prefix_docs": p.prefix_docs,
+                 "params.generic_sentences": p.generic_sentences,
+                 "params.specific_sentences": p.specific_sentences}
+        return {k: Path(v) for k, v in files.items() if v}
 
     def snapshot(self) -> dict[str, Any]:
         if "specific" not in self.params.sets:
@@ -163,7 +193,7 @@ class PropmeJob(Job):
         prompts: list[str | None] = []
         for it in items:
             kind = it.payload["set"]
-            if kind == "prefix":
+            if "prompt" in it.payload:  # prefix, or a sentence sample's
                 prompts.append(it.payload["prompt"])
                 continue
             got = await self._prompt_set(kind, model)
@@ -228,7 +258,8 @@ class PropmeJob(Job):
                                 "copied whole from a corpus document: the helper quoted the "
                                 "corpus, and those prompts act as prefix attacks")
         return {"groups": groups, "prompt_overlap": overlap,
-                "propensity": propme.report(groups), "warnings": warnings}
+                "propensity": propme.report(groups), "warnings": warnings,
+                "prompt_sources": _sources(records)}
 
     def summarize(self, records: list[tuple[str, dict[str, Any]]]) -> Table:
         return self.summary(records, self.finalize(records))
@@ -244,9 +275,29 @@ class PropmeJob(Job):
                          f"{m['full_match_ratio']:.2f}", f"{m['avg_nv_recall']:.2f}",
                          f"{po.get('avg_nv_recall', 0.0):.2f}",
                          f"{pr['fmr']:.2f}" if pr else "-", f"{pr['nvr']:.2f}" if pr else "-"])
+        notes = [f"{s} prompts written by a helper model (ours; the authors draw sentences of "
+                 f"an outside sample with no full match in the index: --{s}-sentences FILE)"
+                 for s, src in rep.get("prompt_sources", {}).items() if src == "helper"]
         return Table("PROPME", ["set", "generations", "ALS", "FMR", "NVR", "prompt NVR",
                                 "propensity FMR", "propensity NVR"], rows,
-                     list(rep.get("warnings", [])))
+                     [*rep.get("warnings", []), *notes])
+
+
+def _sources(records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Where each non-adversarial set's prompts came from: ``helper``, or ``sentences`` with
+    the kept prompts per overlap group and the sample's full matches (excluded)."""
+    out: dict[str, Any] = {}
+    for s in propme.NON_ADVERSARIAL:
+        rs = [r for _, r in records if r.get("set") == s]
+        if not rs:
+            continue
+        if rs[0].get("source") != "sentences":
+            out[s] = "helper"
+            continue
+        out[s] = {"source": "sentences",
+                  "groups": {g: sum(r["group"] == g for r in rs) for g in prompt_sets.KEPT},
+                  "sample_full_matches": rs[0]["sample_full_matches"]}
+    return out
 
 
 def _calls(p: Mapping[str, Any]) -> Calls:
