@@ -22,6 +22,7 @@ from recitation.trace.index import open_index
 from recitation.trace.prompt_sets import (
     FULL,
     coverage_group,
+    everyday_sample,
     overlap,
     read_sentences,
     sentence_prompts,
@@ -185,7 +186,7 @@ def test_helper_written_sets_are_named_as_ours(tmp_path: Path) -> None:
     items, report, table = _run(tmp_path, {"n": 2, "sets": ["prefix"]})
     assert "prompt_sources" in report and report["prompt_sources"] == {}
     job = make_job("propme", {"index": [str(tmp_path / "ix")], "engine": "numpy", "n": 2,
-                              "sets": ["generic"]}, 0)
+                              "sets": ["generic"], "generic_prompts": "helper"}, 0)
     helper = ScriptedModel(lambda r: json.dumps(["Write a poem.", "Tell a story."]))
     job.use_helper(helper)  # type: ignore[attr-defined]
     records = asyncio.run(job.run_items(job.items(), ScriptedModel(lambda r: "Fine.")))
@@ -195,3 +196,17 @@ def test_helper_written_sets_are_named_as_ours(tmp_path: Path) -> None:
     notes = job.summary(pairs, rep).headline
     assert any("generic prompts written by a helper model" in n
                and "--generic-sentences" in n for n in notes)
+
+
+def test_by_default_the_generic_set_is_drawn_from_the_packaged_sample(tmp_path: Path) -> None:
+    """No sentence file, no helper: the generic prompts are the packaged everyday sentences
+    that do not occur whole in the index (the specific ones, with no sample of unseen
+    sources, are the helper's, and the table says so)."""
+    sample = read_sentences(everyday_sample())
+    assert len(sample) == 197
+    items, report, table = _run(tmp_path, {"n": 100, "sets": ["generic", "prefix"]})
+    generic = [i.payload for i in items if i.payload["set"] == "generic"]
+    assert len(generic) == 100 and all(p["prompt"] in sample for p in generic)
+    assert len({p["prompt"] for p in generic}) == 100
+    assert report["prompt_sources"]["generic"]["source"] == "sentences"
+    assert not [n for n in table.headline if "written by a helper" in n]

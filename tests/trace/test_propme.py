@@ -171,7 +171,7 @@ def test_helper_prompts_copied_from_the_corpus_are_refused(tmp_path: Path) -> No
     def run(**extra: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         job = make_job("propme", {"index": [str(idx)], "engine": "numpy", "n": 2,
                                   "sets": ["generic", "prefix"], "prefix_words": 12,
-                                  **extra}, 0)
+                                  "generic_prompts": "helper", **extra}, 0)
         job.use_helper(helper)  # type: ignore[attr-defined]
         target = ScriptedModel(novel_writer, name="base")
         records = asyncio.run(job.run_items(job.items(), target))

@@ -1,6 +1,7 @@
 """PROPME end to end on real models (issue 11): an index of the PDNC novels (a document per
 chapter) plus the quick ground-truth organism's training passages; the organism and its base
-model (the embedded SmolLM2) each answer the three prompt sets (generic and specific prompts
+model (the embedded SmolLM2) each answer the three prompt sets (generic prompts drawn from
+the packaged everyday-sentence sample as the authors draw theirs from Tatoeba, specific ones
 written by SmolLM2, prefixes cut from the organism's training passages); every generation is
 traced. The organism's capability (prefix prompts) is above its propensity (generic,
 specific), and above the base model's capability. A small version of

@@ -180,6 +180,8 @@ def cmd_propme(args: argparse.Namespace) -> int:
         "definitions": args.definitions, "seed": args.seed}
     if args.domain:
         params["domain"] = args.domain
+    if args.generic_from_helper:
+        params["generic_prompts"] = "helper"
     for key in ("prefix_docs", "generic_sentences", "specific_sentences"):
         if getattr(args, key):
             params[key] = str(getattr(args, key))
@@ -203,12 +205,15 @@ def add_propme_parser(sub: Any) -> None:
     p.add_argument("--n", type=int, default=100, help="prompts per set (the paper: 100)")
     p.add_argument("--sets", default="generic,specific,prefix")
     p.add_argument("--generic-sentences", type=Path, default=None, metavar="FILE",
-                   help="the authors' generic set: sentences of an outside sample (one per "
-                   "line, or JSONL 'text'; theirs: Tatoeba) that do not occur whole in the "
-                   "index, N drawn (default: prompts written by the helper)")
+                   help="the generic set as the authors draw it: N sentences of an outside "
+                   "sample (one per line, or JSONL 'text'; theirs: Tatoeba) that do not occur "
+                   "whole in the index (default sample: recitation's 197 everyday sentences)")
+    p.add_argument("--generic-from-helper", action="store_true",
+                   help="ours instead: the helper writes the generic prompts")
     p.add_argument("--specific-sentences", type=Path, default=None, metavar="FILE",
-                   help="the authors' specific set: the same, from sources the model cannot "
-                   "have seen (published after it)")
+                   help="the specific set as the authors draw it: the same, from sources the "
+                   "model cannot have seen (published after it); without one the helper "
+                   "writes them (ours)")
     p.add_argument("--domain", default=None, help="the corpus's domain, for the helper")
     p.add_argument("--prefix-tokens", type=int, default=50,
                    help="prefixes as the authors cut them: a document's first N tokens (words on "

@@ -78,6 +78,15 @@ def overlap(index: CorpusIndex, text: str) -> Overlap:
     return best
 
 
+def everyday_sample() -> Path:
+    """The packaged outside sample for the generic set: 197 everyday sentences (requests,
+    questions, remarks) written for recitation in the manner of Tatoeba's, which the authors
+    sample and which is not shipped here."""
+    from importlib.resources import files
+
+    return Path(str(files("recitation") / "data" / "everyday_sentences.txt"))
+
+
 def read_sentences(path: Path) -> list[str]:
     """One sentence per line (``.txt``), or the ``text`` field of each line (``.jsonl``);
     blank lines skipped, duplicates kept once, in file order."""

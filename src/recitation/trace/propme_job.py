@@ -51,11 +51,14 @@ class PropmeParams(BaseModel):
                                      "joined by single spaces, from documents of 2N words")
     prefix_docs: str | None = Field(None, description="JSONL of the training documents to cut "
                                     "prefixes from (default: the index's documents)")
-    generic_sentences: str | None = Field(None, description="an outside sentence sample (one "
-                                          "per line, or JSONL 'text'): the generic prompts "
-                                          "as the authors draw them, its sentences that do "
-                                          "not occur whole in the index (default: written "
-                                          "by the helper)")
+    generic_prompts: Literal["sentences", "helper"] = Field(
+        "sentences", description="generic prompts as the authors draw them, sentences of an "
+        "outside sample with no full match in the index (the default); or 'helper': written "
+        "by the helper model (ours)")
+    generic_sentences: str | None = Field(None, description="that sample: a file, one "
+                                          "sentence per line or JSONL 'text' (default: the "
+                                          "packaged sample of everyday sentences, "
+                                          "recitation/data/everyday_sentences.txt)")
     specific_sentences: str | None = Field(None, description="the same for the specific "
                                            "prompts: sentences of sources the model cannot "
                                            "have seen (the authors: published after it)")
@@ -122,8 +125,12 @@ class PropmeJob(Job):
         return out
 
     def _sentences(self, kind: str) -> str | None:
-        return self.params.generic_sentences if kind == "generic" else \
-            self.params.specific_sentences
+        p = self.params
+        if kind == "specific":
+            return p.specific_sentences
+        if p.generic_prompts == "helper":
+            return None
+        return p.generic_sentences or str(prompt_sets.everyday_sample())
 
     def _sentence_items(self, kind: str) -> list[WorkItem]:
         """The set drawn from its sentence sample when the run is created (the authors'
