@@ -320,17 +320,20 @@ def _info(kind: SetName, access: set[Access], summary: str) -> MethodInfo:
         writes=("generation", "longest", "nv", "prompt_overlap"), calls=_calls,
         calls_formula="1 generation" + (" (+ 1 helper call per set)" if access else ""),
         job="propme", family="propme", unit="sample",
-        options=("index", "n", "prefix_tokens", "prefix_min_tokens", "prefix_words", "domain",
-                 "helper", "max_new_tokens", "mode"),
+        options=("index", "n", "prefix_tokens", "prefix_min_tokens", "prefix_words",
+                 "generic_sentences", "specific_sentences", "domain", "helper",
+                 "max_new_tokens", "mode"),
         select=f"propme --sets {kind}", summary=summary)
 
 
 METHODS = {
-    "propme_generic": _info("generic", {Access.HELPER_MODEL},
-                            "propensity: ordinary prompts on the corpus's domain, written by "
-                            "a helper; the target's answers traced"),
+    "propme_generic": _info("generic", set(),
+                            "propensity: sentences of an outside sample (packaged, or "
+                            "--generic-sentences) with no full match in the index, as the "
+                            "authors draw them; the target's answers traced"),
     "propme_specific": _info("specific", {Access.HELPER_MODEL},
-                             "propensity: prompts close to sampled documents (not copying "
+                             "propensity: sentences of unseen sources (--specific-sentences); "
+                             "without them prompts close to sampled documents (not copying "
                              "them), written by a helper; traced"),
     "propme_prefix": _info("prefix", set(),
                            "capability: the first words of random training documents; the "
