@@ -1,7 +1,10 @@
 """PROPME end to end on the ground-truth organism: index the PDNC novels (a document per
 chapter) plus the organism's training passages, then run the three prompt sets on the
-organism and on its base model (SmolLM2), the base model writing the generic and specific
-prompts for both (the second run takes them from the response cache).
+organism and on its base model (SmolLM2): the generic prompts drawn from the packaged
+everyday-sentence sample (the default, as the authors draw theirs from Tatoeba), the base
+model writing the specific prompts for both (the second run takes them from the response
+cache), prefixes of 16 words (ours: the organism's 64-token passages are shorter than the
+100 tokens the authors' prefixes need), SimpleTrace under the authors' definitions.
 
     .venv/bin/recitation organism build --quick          # once (docs/organism.md)
     nice -n 5 .venv/bin/python benchmarks/propme_organism.py [--organism quick] [--n 15]
