@@ -150,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     from recitation.organism.cli import add_organism_parser
     from recitation.probes.cli import add_probe_parser, add_task_parser
     from recitation.report.cli import add_report_parsers
-    from recitation.serve import add_serve_parser
+    from recitation.serve_cli import add_serve_parser
     from recitation.trace.cli import add_index_parser, add_propme_parser, add_trace_parser
 
     for add in (add_serve_parser, add_evaluate_parser, add_extract_parser, add_detect_parser,

@@ -39,91 +39,28 @@ with an injected fault (:class:`FaultAction`) instead.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import logging
-import math
-import os
 import select
-import signal
 import socket
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ParamSpec, TypeVar
 
 from recitation._serve_protocol import HTTPError, ModelAPI, error_body, error_for_exception
 from recitation.models.base import Model
+from recitation.serve_faults import FaultAction, FaultHook, RequestInfo
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class RequestInfo:
-    """One request as the server received it (``body`` is the parsed JSON, if any)."""
-
-    index: int
-    method: str
-    path: str
-    body: dict[str, Any] | None
-    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
-
-
-@dataclass(frozen=True)
-class FaultAction:
-    """What the server does instead of (or before) answering a request.
-
-    The server first waits ``delay`` seconds (``math.inf``: until the client goes away or the
-    server stops). Then, with ``drop``, it closes the connection without a reply; if
-    ``status`` and ``body`` are both ``None``, it answers normally; otherwise it sends
-    ``status`` (default 200) with ``headers`` and ``body`` (default: an error JSON in the
-    API's format).
-    """
-
-    status: int | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-    body: bytes | None = None
-    delay: float = 0.0
-    drop: bool = False
-
-    @staticmethod
-    def rate_limited(retry_after: float | None = 0.0) -> FaultAction:
-        headers = {} if retry_after is None else {"Retry-After": f"{retry_after:g}"}
-        return FaultAction(status=429, headers=headers)
-
-    @staticmethod
-    def server_error(status: int = 500) -> FaultAction:
-        return FaultAction(status=status)
-
-    @staticmethod
-    def hang(seconds: float = math.inf) -> FaultAction:
-        """Hold the request ``seconds`` (then answer normally), or until the client leaves."""
-        return FaultAction(delay=seconds)
-
-    @staticmethod
-    def drop_connection() -> FaultAction:
-        """Close the connection without answering (the client sees a connection error)."""
-        return FaultAction(drop=True)
-
-    @staticmethod
-    def malformed_json(body: bytes = b'{"id": "cmpl-1", "choices": [{"text": ') -> FaultAction:
-        """A 200 reply whose body is not valid JSON."""
-        return FaultAction(status=200, body=body)
-
-    @staticmethod
-    def json_body(payload: Any, status: int = 200) -> FaultAction:
-        """A reply with an arbitrary JSON body (e.g. one of the wrong shape)."""
-        return FaultAction(status=status, body=json.dumps(payload).encode())
-
-
-FaultHook = Callable[[RequestInfo], FaultAction | None]
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -526,101 +463,6 @@ def start_server(
     return handle
 
 
-# -- CLI --------------------------------------------------------------------------------
-def add_serve_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Register ``recitation serve``."""
-    p = subparsers.add_parser(
-        "serve",
-        help="serve a local model over an OpenAI- and Anthropic-compatible HTTP API",
-        description="Serve a model on an OpenAI-compatible (/v1/chat/completions, "
-        "/v1/completions, /v1/models) and Anthropic-compatible (/v1/messages) "
-        "HTTP API. No API key is checked: keep it on 127.0.0.1.",
-    )
-    p.add_argument(
-        "--model",
-        default="smollm2",
-        metavar="SPEC",
-        help="model spec, local[:model] (see 'Model specs' in the README): 'smollm2' "
-        "(embedded), a transformers directory or a .gguf; only local models are served",
-    )
-    p.add_argument("--backend", default=None, choices=["local"],
-                   help="deprecated alias: write --model local:NAME")
-    p.add_argument("--host", default="127.0.0.1",
-                   help="address to bind (default 127.0.0.1); another than a loopback "
-                   "address needs --allow-remote")
-    p.add_argument("--allow-remote", action="store_true",
-                   help="allow --host to be a non-loopback address: anyone who can reach it "
-                   "may use the model (no API key is checked)")
-    p.add_argument("--port", type=int, default=8000, help="port (0: any free port)")
-    p.add_argument(
-        "--threads", type=int, default=None, help="CPU threads for the local model (default: all)"
-    )
-    p.set_defaults(func=serve_command)
-
-
-def serve_command(args: argparse.Namespace) -> int:
-    from recitation.errors import ConfigError
-    from recitation.models.config import resolve_model_spec
-    from recitation.models.local import LocalModel
-
-    if args.host not in LOOPBACK and not getattr(args, "allow_remote", False):
-        raise ConfigError(f"serve --host {args.host}: not a loopback address; the server "
-                          f"checks no API key, so anyone who can reach {args.host} could use "
-                          f"the model. Pass --allow-remote to serve there anyway.")
-    cfg = resolve_model_spec(args.model, backend=getattr(args, "backend", None))
-    if cfg["backend"] != "local":
-        raise ConfigError(f"serve --model '{args.model}': only local models can be served "
-                          f"(backend '{cfg['backend']}' is already an API); use local:NAME")
-    model = LocalModel(cfg["model"], threads=getattr(args, "threads", None))
-    if args.host not in LOOPBACK:
-        log.warning("serving on %s: the server checks no API key", args.host)
-    try:
-        handle = start_server(model, args.host, args.port, record_requests=False)
-    except OSError as e:
-        print(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr)
-        return 2
-    _stop_on_signals()
-    try:
-        model.load()  # before announcing the URL, so the first request is not slow
-        print(f"Serving {model.name} at {handle.url}")
-        print(f"  openai:    OpenAI(base_url='{handle.url}', api_key='unused')")
-        print(f"  anthropic: Anthropic(base_url='{handle.root_url}', api_key='unused')")
-        print("Press Ctrl-C to stop.", flush=True)
-        handle.wait()
-    except KeyboardInterrupt:
-        print("stopping", flush=True)
-    finally:
-        handle.stop()
-    if handle.model_threads_running:
-        _exit_now(0)
-    return 0
-
-
-def _stop_on_signals() -> None:
-    """Ctrl-C (SIGINT) and SIGTERM stop the server, even when the process was started with
-    SIGINT ignored (a background job of a non-interactive shell inherits that, and Python
-    then installs no KeyboardInterrupt handler: the server could not be stopped)."""
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, interrupt)
-
-
-def _exit_now(code: int) -> None:
-    """Leave the process at once, abandoning a model call still running on a worker thread.
-
-    A normal interpreter exit would tear the model's native library down under the running
-    thread (torch aborts: "terminate called without an active exception") or wait for it.
-    """
-    log.info("exiting without waiting for the abandoned model call")
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
 __all__ = [
     "FaultAction",
     "FaultHook",
@@ -628,9 +470,7 @@ __all__ = [
     "ModelAPI",
     "RequestInfo",
     "ServerHandle",
-    "add_serve_parser",
     "error_body",
     "error_for_exception",
-    "serve_command",
     "start_server",
 ]
