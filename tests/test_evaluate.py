@@ -11,13 +11,13 @@ import pytest
 from recitation.corpus.echotrace import RECAP_METHODS, find_extraction_files, parse_extraction_path
 from recitation.evaluate import (
     EvaluateConfig,
-    add_evaluate_parser,
     compare,
     evaluate_file,
     evaluate_files,
     load_released,
     release_revision,
 )
+from recitation.evaluate_cli import add_evaluate_parser
 
 ROUGE_TOL = 0.002  # issue 3: ROUGE-L per method within 0.002 of the released value
 COUNT_TOL = 0.01  # issue 3: span and passage counts within 1%

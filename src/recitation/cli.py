@@ -144,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     from recitation.audit.cli import add_audit_parser
     from recitation.bench.cli import add_bench_parser
     from recitation.detect.cli import add_detect_parser
-    from recitation.evaluate import add_evaluate_parser
+    from recitation.evaluate_cli import add_evaluate_parser
     from recitation.extract.cli import add_extract_parser
     from recitation.methods_cli import add_methods_parser
     from recitation.organism.cli import add_organism_parser
