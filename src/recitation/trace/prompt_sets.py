@@ -58,13 +58,18 @@ def _variants(index: CorpusIndex, text: str) -> list[list[int]]:
     return out
 
 
+def occurs_whole(index: CorpusIndex, text: str) -> bool:
+    """Whether ``text`` occurs whole in the index under either tokenization (a full match)."""
+    return any(index.engine.count(ids) > 0 for ids in _variants(index, text))
+
+
 def overlap(index: CorpusIndex, text: str) -> Overlap:
     """The group of ``text``: a full match when any variant occurs (count > 0), else the
     best coverage over the variants of the longest span from any start."""
     variants = _variants(index, text)
     if not variants:
         raise ConfigError("an empty sentence has no overlap group")
-    if any(index.engine.count(ids) > 0 for ids in variants):
+    if occurs_whole(index, text):
         n = len(variants[0])
         return Overlap(FULL, 1.0, n, n)
     best: Overlap | None = None
@@ -96,7 +101,7 @@ def read_sentences(path: Path) -> list[str]:
         raise ConfigError(f"cannot read the sentence sample {path}: {exc} (give a UTF-8 "
                           "text file, one sentence per line, or JSONL with a 'text' "
                           "field)") from exc
-    out: list[str] = []
+    out: dict[str, None] = {}
     for k, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -108,11 +113,11 @@ def read_sentences(path: Path) -> list[str]:
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 raise ConfigError(f"{path}, line {k}: not a JSON object with a 'text' "
                                   f"string ({exc})") from exc
-        if text and text not in out:
-            out.append(text)
+        if text:
+            out.setdefault(text)
     if not out:
         raise ConfigError(f"the sentence sample {path} holds no sentence")
-    return out
+    return list(out)
 
 
 def sentence_prompts(index: CorpusIndex, sentences: list[str], n: int,

@@ -219,9 +219,9 @@ class PropmeJob(Job):
                  f"{it.payload['set']} prompts"} for it in items]
 
     def _copied(self, prompt: str) -> bool:
-        """The whole prompt is in a corpus document (asked of the index directly)."""
-        ix = self.index()
-        return bool(prompt.strip()) and ix.engine.count(ix.ids(prompt)) > 0
+        """The whole prompt is in a corpus document (asked of the index directly, under
+        either tokenization, as the sentence sets' full matches)."""
+        return bool(prompt.strip()) and prompt_sets.occurs_whole(self.index(), prompt)
 
     def _record(self, item: WorkItem, prompt: str, generation: str) -> dict[str, Any]:
         st = self.tracer()
