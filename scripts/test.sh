@@ -8,6 +8,10 @@ cd "$(dirname "$0")/.."
 # background while the rest installs and the linters run; the suite's `quick` fixture waits
 # for it on the organism's lock, or builds it itself if that build failed (its log:
 # .venv/organism-build.log). RECITATION_PREBUILD=0 turns this off.
+# Disk first: a full disk fails pip or a checkpoint write long after the start, with an
+# OSError that does not say what was short. The whole cold run needs about
+# $RECITATION_DISK_NEED_GB GiB (docs/developing.md): say so before any of it is spent.
+bash scripts/disk_check.sh
 bash scripts/setup.sh "local"
 PREBUILD=""
 if [ $# -eq 0 ] && [ "${RECITATION_PREBUILD:-1}" != "0" ]; then
