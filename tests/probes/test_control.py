@@ -102,17 +102,16 @@ def test_name_cloze_and_csg_rise_on_trained_novels_only(
     session_responses: Path
 ) -> None:
     """``recitation probe control`` end to end, then its verdict in ``task analyse``: SmolLM2
-    fine-tuned on Persuasion's 4 cloze passages and the passages (3 sentences either side) of 4
+    fine-tuned on Persuasion's 3 cloze passages and the passages (3 sentences either side) of 3
     explicit quotes whose corrupted passage names the replacement before the mask; Hard
     Times probed, not trained. Scoring 'fill': the scoring cloze, and CSG's cloze variant
     scored at the mask. A sixth of the default training (2 copies, 2 epochs, lr 3e-4).
-    Measured 2026-11-26 with issue 27's probe defaults (the authors' name-cloze passage
-    rules, CSG on the 5 main speakers): name cloze 0.00 -> 1.00 and CSG-M (cloze) 0.00 ->
-    0.75 on Persuasion, Hard Times 0.00 -> 0.00 on both; before them 0.75 and 0.25, at 4
-    copies and at 2; at 1 copy CSG-M did not rise (docs/probes.md, "How much training the
-    test's control needs"). With the authors' prompt (generation, or the prompt scored)
-    CSG-M stays 0 after fine-tuning at two doses: the 135M model copies the replacement
-    name.
+    Measured 2026-11-26 at 1 thread: name cloze 0.00 -> 1.00 (3 of 3 items gained) and
+    CSG-M (cloze) 0.00 -> 0.67 (2 of 3) on Persuasion, Hard Times 0.00 -> 0.00 on both; with
+    4 passages of each, 1.00 and 0.75 at 206 s against 145 s (docs/probes.md, "How much
+    training the test's control needs"). With the authors' prompt (generation, or the prompt
+    scored) CSG-M stays 0 after fine-tuning at two doses: the 135M model copies the
+    replacement name.
     The probes' scores go through the session's response cache (conftest.py): a first run of the
     suite computes them, a second reads them back (the verdicts are computed either way)."""
     from recitation.cli import main
@@ -126,7 +125,7 @@ def test_name_cloze_and_csg_rise_on_trained_novels_only(
     member, other = (str(shared_data / "pdnc" / n) for n in ("Persuasion", "HardTimes"))
     out = tmp_path / "control"
     code = main(["probe", "control", "--members", member, "--others", other, "--out",
-                 str(out), "--n-cloze", "4", "--n-csg", "4", "--context-sentences", "3",
+                 str(out), "--n-cloze", "3", "--n-csg", "3", "--context-sentences", "3",
                  "--scoring", "fill", "--dose", "2", "--epochs", "2",
                  "--learning-rate", "3e-4"])
     result = json.loads((out / "control.json").read_text(encoding="utf-8"))
@@ -144,7 +143,7 @@ def test_name_cloze_and_csg_rise_on_trained_novels_only(
     from recitation.models.local import model_cache_dir
     from recitation.organism.config import digest
 
-    texts = control.training_texts([member], 0, 4, 4, 3, "fill")
+    texts = control.training_texts([member], 0, 3, 3, 3, "fill")
     key = control.control_key(texts, dose=2, epochs=2, learning_rate=3e-4, seed=0, threads=1)
     entry = model_cache_dir() / "controls" / digest(key)[:16]
     assert json.loads((entry / "key.json").read_text("utf-8")) == key
