@@ -119,7 +119,7 @@ def pytest_make_collect_report(
     return report
 
 
-ORGANISM_FIXTURES = ("quick", "demo_audit", "demo_runner")
+ORGANISM_FIXTURES = ("quick", "demo_audit", "recitation_runner")
 """Fixtures built on the quick organism: their tests share one pytest-xdist worker."""
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
@@ -279,6 +279,14 @@ def run_demo(work: Path, shared: Path, *extra: str) -> str:
     under ``work``, its answers in the session's response cache (:data:`SESSION_CACHE`); its
     output (a non-zero exit fails the test with the output). RECAP on one passage of each
     group: RECAP is most of the demo's time."""
+    return run_recitation(shared, "demo", "--limit", "4", "--recap-passages", "1",
+                          "--runs-dir", str(work / "runs"), *extra)
+
+
+def run_recitation(shared: Path, *args: str) -> str:
+    """``recitation ARGS`` in a process of its own with the session's response cache
+    (:data:`SESSION_CACHE`) and model cache; its output (a non-zero exit fails the test
+    with the output)."""
     import subprocess
     import sys
 
@@ -286,8 +294,7 @@ def run_demo(work: Path, shared: Path, *extra: str) -> str:
 
     env = dict(os.environ, RECITATION_CACHE_DIR=str(SESSION_CACHE), COLUMNS="200",
                RECITATION_DATA=str(shared), RECITATION_MODEL_CACHE_DIR=str(model_cache_dir()))
-    p = subprocess.run([sys.executable, "-m", "recitation.cli", "demo", "--limit", "4",
-                        "--recap-passages", "1", "--runs-dir", str(work / "runs"), *extra],
+    p = subprocess.run([sys.executable, "-m", "recitation.cli", *args],
                        env=env, capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stdout + p.stderr
     return p.stdout
@@ -304,7 +311,8 @@ def demo_audit(tmp_path_factory: pytest.TempPathFactory, shared_data: Path,
 
 
 @pytest.fixture(scope="session")
-def demo_runner() -> Callable[..., str]:
-    """:func:`run_demo`, for a test that runs the demo again."""
-    return run_demo
+def recitation_runner() -> Callable[..., str]:
+    """:func:`run_recitation`, for a test that runs the command line in a process of its
+    own beside the session's demo."""
+    return run_recitation
 

@@ -2,22 +2,25 @@
 control (the embedded model and the quick organism on the organism's training passages,
 against its held-out passages). The organism is found to reproduce its passages, the
 embedded model is not, no control is reproduced; the second run is answered from the
-response cache. (The full demo's wall time is measured in docs/report.md.)"""
+response cache: the same audit from its YAML config, `recitation run demo-audit.yaml`. (The
+full demo's wall time is measured in docs/report.md.)"""
 
 from __future__ import annotations
 
 import json
 import re
 from collections.abc import Callable
+from importlib.resources import files
 from pathlib import Path
 
 import pytest
+import yaml
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 
 def test_demo_twice_second_from_cache(demo_audit: tuple[Path, str], shared_data: Path,
-                                      demo_runner: Callable[..., str]) -> None:
+                                      recitation_runner: Callable[..., str]) -> None:
     work, first = demo_audit  # the session's demo (conftest.py), the report tests read it too
     assert "Audit verdict" in first
     row = {m: re.search(rf"{re.escape(m)}\s*│\s*([^│]+?)\s*│\s*(\d+)/4\s*│\s*(\d+)/4", first)
@@ -37,7 +40,14 @@ def test_demo_twice_second_from_cache(demo_audit: tuple[Path, str], shared_data:
     # what an earlier run of the suite (or the benchmark before it) asked already
     assert len(made) == 8 and all(int(b) + int(c) > 0 for b, c in made), first
 
-    second = demo_runner(work, shared_data)
+    # the same demo again, from the packaged demo config (recitation/data/demo-audit.yaml)
+    # at the test's sizes: `recitation run` of a YAML audit, answered from the cache
+    cfg = yaml.safe_load(Path(str(files("recitation") / "data" / "demo-audit.yaml"))
+                         .read_text(encoding="utf-8"))
+    cfg["params"] |= {"passages": 4, "controls": 4, "recap_passages": 1}
+    (work / "demo.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    second = recitation_runner(shared_data, "run", str(work / "demo.yaml"), "--runs-dir",
+                            str(work / "runs"))
     calls = re.findall(r"backend calls (\d+), from cache (\d+)", second)
     # per model: prefix probing, RECAP on text and on controls, detect
     assert len(calls) == 8 and all(b == "0" and int(c) > 0 for b, c in calls), second

@@ -37,10 +37,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from recitation.runs.config import load_config
+    from recitation.audit.config import create_from_config, is_audit, parse_audit_config
+    from recitation.runs.config import parse_config, read_yaml
     from recitation.runs.runner import create_run
 
-    cfg = load_config(args.config)
+    data = read_yaml(args.config)
+    if is_audit(data):  # an audit: its runs, its reports, its verdict table
+        from recitation.audit.cli import finish_audit
+
+        audit = parse_audit_config(data, source=str(args.config))
+        if args.no_cache:
+            audit.params.cache = False
+        folder = create_from_config(audit, args.runs_dir)
+        console.print(f"audit folder: {folder}")
+        return finish_audit(folder)
+    cfg = parse_config(data, source=str(args.config))
     if args.no_cache:
         cfg = cfg.model_copy(update={"cache": False})
     run_dir = create_run(cfg, args.runs_dir)
@@ -121,7 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="do not use the response cache")
     p.set_defaults(func=cmd_demo)
 
-    p = with_runs_dir(sub.add_parser("run", help="start a run from a YAML config"))
+    p = with_runs_dir(sub.add_parser("run", help="start a run, or an audit (job: audit), "
+                                     "from a YAML config"))
     p.add_argument("config", type=Path)
     p.add_argument("--no-cache", action="store_true")
     p.set_defaults(func=cmd_run)

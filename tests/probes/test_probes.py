@@ -121,6 +121,42 @@ def test_cloze_prompt_is_the_authors_byte_for_byte() -> None:
         recs[0]["passage"] + "\n\nOutput: \n\n")
 
 
+# The second line of the authors' Emma file: a name after an honorific, which our rules
+# never mask (here the released passage is read as it is).
+EMMA_LINE_2 = ("Emma\t44\t344\t302\t346\tTaylor\tThe danger, however, was at present so "
+               "unperceived, that they did not by any means rank as misfortunes with her. Sorrow "
+               "came--a gentle sorrow--but not at all in the shape of any disagreeable "
+               "consciousness.--Miss [MASK] married.\n")
+
+
+def test_the_released_passages_are_read_as_the_authors_read_them(
+        shared_data: Path, tmp_path: Path) -> None:
+    """``--passages released``: the lines of the authors' ``<novel>.name_cloze.txt`` (under
+    any folder of their data; PDNC's AlicesAdventuresInWonderland is their
+    AliceInWonderland), the answer field 6 and the passage the last, its newline kept, so
+    the prompt is theirs byte for byte; scored, the answer joins the candidates."""
+    emma = tmp_path / "data" / "pdnc_source" / "Emma"
+    emma.mkdir(parents=True)
+    (emma / "Emma.name_cloze.txt").write_text(EMMA_LINE + EMMA_LINE_2, encoding="utf-8")
+    params = {"novels": [str(shared_data / "pdnc" / "Emma")], "passages": "released",
+              "released": str(tmp_path / "data"), "scoring": "logprob"}
+    items = [it.payload for it in make_job("name_cloze", params, 0).items()]
+    assert sorted((p["answer"], p["passage"]) for p in items) == [
+        ("Emma", EMMA_LINE.split("\t")[6]), ("Taylor", EMMA_LINE_2.split("\t")[6])]
+    assert all(p["answer"] in p["candidates"] for p in items)
+    assert name_cloze.prompt(items[0]["passage"]).endswith(".\n\nOutput: \n\n")
+    job = make_job("name_cloze", params, 0)
+    assert set(job.input_files()) == {"novel0", "released0"}
+    alice = params | {"novels": [str(shared_data / "pdnc" / "AlicesAdventuresInWonderland")]}
+    with pytest.raises(ConfigError, match="AliceInWonderland/AliceInWonderland"):
+        make_job("name_cloze", alice, 0).items()
+    with pytest.raises(ConfigError, match="needs params.released"):
+        make_job("name_cloze", params | {"released": None}, 0).items()
+    (emma / "Emma.name_cloze.txt").write_text("Emma\tno mask\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="not a name-cloze line"):
+        make_job("name_cloze", params, 0).items()
+
+
 # -- CSG -------------------------------------------------------------------------------------
 
 

@@ -6,13 +6,39 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+SETTINGS: tuple[tuple[str, str, Any, str], ...] = (
+    ("--passages", "passages", int, "text passages (0: all)"),
+    ("--n-controls", "controls", int, "control passages (0: all)"),
+    ("--passage-words", "passage_words", int, "words per passage"),
+    ("--max-new-tokens", "max_new_tokens", int, "reply limit of prefix probing"),
+    ("--recap-passages", "recap_passages", int, "text passages, and as many controls, also "
+     "run through RECAP's feedback loop (0: no RECAP)"),
+    ("--recap-rounds", "recap_rounds", int, "RECAP feedback rounds at most (released: 5)"),
+    ("--recap-hint-tokens", "recap_hint_tokens", int, "reply limit of RECAP's feedback helper"),
+    ("--pearl-outputs", "pearl_outputs", int, "PEARL outputs per input"),
+    ("--pearl-max-intensity", "pearl_max_intensity", int, "PEARL's highest intensity"),
+    ("--target-fpr", "target_fpr", float, "false-positive rate the verdicts are calibrated to"),
+    ("--bootstrap", "n_bootstrap", int, "bootstrap resamples of the confidence intervals"),
+    ("--seed", "seed", int, "seed"),
+)
+"""The audit's command-line settings: (flag, AuditSettings field, type, help)."""
+
+
+def _default(field: str) -> Any:
+    """The AuditSettings default of ``field`` as the help shows it."""
+    from recitation.audit.run import AuditSettings
+
+    info = AuditSettings.model_fields[field]
+    value = info.get_default(call_default_factory=True)
+    return f"{value}" if value is not None else (info.description or "none")
+
 
 def add_audit_parser(sub: Any) -> None:
     p = sub.add_parser("audit", help="audit a text on one or more models; writes an HTML, "
                        "Markdown and JSON report")
     p.add_argument("--text", action="append", default=[], metavar="BOOK|FOLDER|JSONL",
                    help="the audited text: a .txt book, a folder of .txt, a .jsonl of "
-                   "passages, or kjv:famous-long (repeatable)")
+                   "passages, kjv:famous-long, or organism:quick:members (repeatable)")
     p.add_argument("--model", action="append", default=[], metavar="SPEC",
                    help="model spec (repeatable; default: the embedded smollm2)")
     p.add_argument("--controls", action="append", default=[], metavar="SRC",
@@ -22,25 +48,16 @@ def add_audit_parser(sub: Any) -> None:
                    help="an infini-gram index of the training corpus: adds tracing")
     p.add_argument("--redact", action="store_true", help="reports show lengths, hashes and "
                    "span statistics instead of gold and model text")
-    p.add_argument("--passages", type=int, default=12, help="text passages (0: all; "
-                   "default 12)")
-    p.add_argument("--n-controls", type=int, default=12, help="control passages (default 12)")
-    p.add_argument("--passage-words", type=int, default=100)
-    p.add_argument("--max-new-tokens", type=int, default=None)
-    p.add_argument("--recap-passages", type=int, default=4, help="text passages, and as many "
-                   "controls, also run through RECAP's feedback loop (0: no RECAP; default 4)")
-    p.add_argument("--recap-rounds", type=int, default=5, help="RECAP feedback rounds at "
-                   "most (released: 5)")
-    p.add_argument("--recap-hint-tokens", type=int, default=512, help="reply limit of "
-                   "RECAP's feedback helper (default 512)")
-    p.add_argument("--no-pearl", action="store_true", help="skip PEARL (the costliest "
-                   "black-box detector)")
-    p.add_argument("--pearl-outputs", type=int, default=1)
-    p.add_argument("--pearl-max-intensity", type=int, default=3)
-    p.add_argument("--target-fpr", type=float, default=0.1)
-    p.add_argument("--bootstrap", type=int, default=200)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--no-cache", action="store_true")
+    # settings (dest setting_<field>): default None, so only what the user set reaches
+    # AuditSettings, whose defaults, shown in the help, are the only ones
+    for flag, field, kind, text in SETTINGS:
+        p.add_argument(flag, dest=f"setting_{field}", type=kind, default=None,
+                       metavar="X" if kind is float else "N",
+                       help=f"{text} (default: {_default(field)})")
+    p.add_argument("--no-pearl", dest="setting_pearl", action="store_false", default=None,
+                   help="skip PEARL (the costliest black-box detector)")
+    p.add_argument("--no-cache", dest="setting_cache", action="store_false", default=None,
+                   help="do not use the response cache")
     p.add_argument("--resume", metavar="AUDIT", default=None,
                    help="finish a killed audit (its folder or id); other options ignored")
     p.add_argument("--runs-dir", type=Path, default=None)
@@ -48,16 +65,15 @@ def add_audit_parser(sub: Any) -> None:
 
 
 def settings_from(args: argparse.Namespace) -> Any:
+    """AuditSettings from the options the user set (the others: the model's defaults)."""
     from recitation.audit.run import AuditSettings
 
-    return AuditSettings(
-        passages=args.passages, controls=args.n_controls, passage_words=args.passage_words,
-        max_new_tokens=args.max_new_tokens, pearl=not args.no_pearl,
-        recap_passages=args.recap_passages, recap_rounds=args.recap_rounds,
-        recap_hint_tokens=args.recap_hint_tokens,
-        pearl_outputs=args.pearl_outputs, pearl_max_intensity=args.pearl_max_intensity,
-        target_fpr=args.target_fpr, n_bootstrap=args.bootstrap, seed=args.seed,
-        cache=not args.no_cache, corpus=list(args.corpus))
+    fields = [f for _, f, _, _ in SETTINGS] + ["pearl", "cache"]
+    given = {f: getattr(args, f"setting_{f}") for f in fields
+             if getattr(args, f"setting_{f}") is not None}
+    if args.corpus:
+        given["corpus"] = list(args.corpus)
+    return AuditSettings(**given)
 
 
 def cmd_audit(args: argparse.Namespace) -> int:

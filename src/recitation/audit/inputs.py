@@ -52,6 +52,51 @@ KJV_CONTROLS_REASON = (
     "to its style")
 
 
+ORGANISM_CONTROLS_REASON = (
+    "the organism's held-out passages: drawn from the same novels, in the same proportions, "
+    "as its training passages, and never in its fine-tuning data; for the base model they "
+    "are as (un)familiar as the training passages, so both sides differ only in training")
+ORGANISM_GROUPS = {"members": True, "held-out": False}
+
+
+def _organism_spec(spec: str) -> tuple[str, bool]:
+    """(organism name, member?) of ``organism:[NAME:]members|held-out``."""
+    from recitation.organism.paths import DEFAULT_NAME, check_name
+
+    parts = spec.split(":")[1:]
+    name, group = (DEFAULT_NAME, parts[0]) if len(parts) == 1 else (parts + ["", ""])[:2]
+    if len(parts) not in (1, 2) or group not in ORGANISM_GROUPS:
+        raise ConfigError(f"'{spec}': an organism's passages are organism:[NAME:]members or "
+                          "organism:[NAME:]held-out (e.g. organism:quick:members)")
+    return check_name(name), ORGANISM_GROUPS[group]
+
+
+def _organism_split(name: str) -> Path:
+    """The split file of organism ``name``: the quick one built or reused, another built."""
+    from recitation.organism.build import build_organism
+    from recitation.organism.config import make_config
+    from recitation.organism.paths import QUICK_NAME, organism_dir, read_manifest
+
+    if name == QUICK_NAME:
+        return build_organism(make_config(quick=True)).directory / "split.json"
+    read_manifest(name)  # not built: the error says how to build it
+    return organism_dir(name) / "split.json"
+
+
+def _from_organism(spec: str, passage_words: int) -> list[Passage]:
+    from recitation.organism.data import load_split
+
+    name, member = _organism_spec(spec)
+    return [Passage(f"{spec}:{p.id}", _first_words(p.text, passage_words), f"organism:{name}")
+            for p in load_split(_organism_split(name)) if p.member == member]
+
+
+def _first_words(text: str, n: int) -> str:
+    """``text`` cut to its first ``n`` words (as it is, spacing kept, when not longer)."""
+    words = text.split()
+    return " ".join(words[:n]) if len(words) > n else text
+
+
 def _book_text(path: Path) -> str:
     raw = read_text_file(path)
     if "*** START OF" in raw:
@@ -76,10 +121,8 @@ def _from_jsonl(path: Path, passage_words: int) -> list[Passage]:
         text = rec.get("text")
         if not isinstance(text, str) or not text.strip():
             raise CorpusError(f"{path}:{lineno}: needs a non-empty string field 'text'")
-        words = text.split()
-        if len(words) > passage_words:
-            text = " ".join(words[:passage_words])
-        out.append(Passage(f"{path.stem}:{rec.get('id', lineno)}", text, path.stem))
+        out.append(Passage(f"{path.stem}:{rec.get('id', lineno)}",
+                           _first_words(text, passage_words), path.stem))
     return out
 
 
@@ -95,6 +138,8 @@ def load_passages(spec: str, passage_words: int) -> list[Passage]:
     kind = spec.partition(":")[0]
     if kind in ("kjv", "builtin"):
         out = _from_builtin(spec, passage_words)
+    elif kind == "organism":
+        out = _from_organism(spec, passage_words)
     else:
         p = Path(spec)
         if p.is_dir():
@@ -121,6 +166,14 @@ def pick(passages: list[Passage], limit: int) -> list[Passage]:
         return passages
     step = len(passages) / limit
     return [passages[int(i * step)] for i in range(limit)]
+
+
+def given_controls_reason(specs: list[str]) -> str:
+    """Why controls the user named fit: an organism's held-out passages say why; others are
+    the user's word."""
+    if specs and all(s.startswith("organism:") and s.endswith(":held-out") for s in specs):
+        return ORGANISM_CONTROLS_REASON
+    return "controls given with --controls (text the model cannot have seen)"
 
 
 def builtin_controls(text_specs: list[str], passage_words: int) -> Controls:
@@ -152,11 +205,16 @@ def file_sha256(path: Path) -> str:
 
 
 def spec_hashes(specs: list[str]) -> dict[str, str | None]:
-    """SHA-256 of each user file named (folders: of their .txt files in order)."""
+    """SHA-256 of each user file named (folders: of their .txt files in order; an organism's
+    passages: of its split file)."""
     out: dict[str, str | None] = {}
     for s in specs:
         p = Path(s)
-        if p.is_file():
+        if s.startswith("organism:"):  # read by load_passages before: built
+            from recitation.organism.paths import organism_dir
+
+            out[s] = file_sha256(organism_dir(_organism_spec(s)[0]) / "split.json")
+        elif p.is_file():
             out[s] = file_sha256(p)
         elif p.is_dir():
             h = hashlib.sha256()

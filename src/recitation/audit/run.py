@@ -35,6 +35,7 @@ from recitation.audit.inputs import (
 )
 from recitation.audit.inputs import (
     builtin_controls,
+    given_controls_reason,
     load_passages,
     pick,
     spec_hashes,
@@ -64,7 +65,7 @@ class AuditSettings(BaseModel):
     controls: int = Field(12, ge=0, description="control passages (0: all)")
     passage_words: int = Field(100, ge=8)
     prefix_fraction: float = Field(0.5, gt=0, lt=1)
-    max_new_tokens: int | None = Field(None, ge=1, description="default: 2 tokens per "
+    max_new_tokens: int | None = Field(None, ge=1, description="2 tokens per "
                                        "target word + 8")
     recap_passages: int = Field(4, ge=0, description="text passages, and as many control "
                                 "passages, also run through RECAP's feedback loop (0: none)")
@@ -144,15 +145,14 @@ def _controls(s: AuditSettings, text: list[str], controls: list[str]) -> Control
     if controls:
         ps = [p for c in controls for p in load_passages(c, s.passage_words)]
         return ControlSet(pick(ps, s.controls), list(controls), False,
-                          "controls given with --controls (text the model cannot have seen)")
+                          given_controls_reason(controls))
     found = builtin_controls(text, s.passage_words)
     return ControlSet(pick(found.passages, s.controls), found.spec, True, found.reason)
 
 
 def create_audit(text: list[str], models: list[str], controls: list[str],
                  settings: AuditSettings, *, runs_dir: Path | None = None,
-                 redact: bool = False, name: str = "audit",
-                 controls_reason: str | None = None) -> Path:
+                 redact: bool = False, name: str = "audit") -> Path:
     """The audit folder with its inputs and one created (not yet executed) run per model
     and method family; every input and model is checked before anything is written."""
     if not text or not models:
@@ -160,8 +160,6 @@ def create_audit(text: list[str], models: list[str], controls: list[str],
     passages = pick([p for t in text for p in load_passages(t, settings.passage_words)],
                     settings.passages)
     ctl = _controls(settings, text, controls)
-    if controls_reason and ctl.passages:
-        ctl = ControlSet(ctl.passages, ctl.spec, ctl.builtin, controls_reason)
     for m in models:  # a bad spec or an unbuilt organism: refused before anything is written
         registry.build_backend(ModelConfig(**parse_model_spec(m)))
     plans = {m: plan_methods(m, bool(settings.corpus), settings.pearl,

@@ -31,6 +31,8 @@ def cmd_probe(args: argparse.Namespace) -> int:
                               "scoring": args.scoring}
     if args.probe == "name-cloze":
         params["passages"] = args.passages
+        if args.released:
+            params["released"] = str(Path(args.released).resolve())
     if args.probe == "csg":
         params["main_speakers"] = args.main_speakers
         if args.replacements:
@@ -69,10 +71,15 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _probe_options(p: argparse.ArgumentParser, name: str) -> None:
     """The options of one probe only."""
     if name == "name-cloze":
-        p.add_argument("--passages", choices=("authors", "windows"), default="authors",
+        p.add_argument("--passages", choices=("authors", "windows", "released"),
+                       default="authors",
                        help="authors: one passage per single-token mention, by the rules of "
                        "the authors' released passages (default); windows: ours, every "
-                       "40-60 token window with one mention")
+                       "40-60 token window with one mention; released: the authors' "
+                       "released passages themselves (--released)")
+        p.add_argument("--released", type=Path, default=None, metavar="DIR",
+                       help="the data folder of deezer/llms_quotation_attribution, holding "
+                       "<novel>/<novel>.name_cloze.txt (for --passages released)")
     if name == "csg":
         p.add_argument("--main-speakers", type=int, default=5, metavar="K",
                        help="the quotes of each novel's K characters with the most quotes "

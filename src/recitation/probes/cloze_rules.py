@@ -29,8 +29,10 @@ import bisect
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from recitation.errors import ConfigError
 from recitation.probes.novel import HONORIFICS, WORD, sentence_spans
 
 INVALID_NAMES = frozenset({"god", "dad", "mother", "father", "mama", "daddy", "ma", "papa",
@@ -160,4 +162,37 @@ def _join(words: list[str], toks: list[Tok]) -> str:
     out = words[0]
     for w, prev, t in zip(words[1:], toks[:-1], toks[1:], strict=True):
         out += (" " if t.start > prev.end else "") + w
+    return out
+
+
+RELEASED_FOLDERS = {"AlicesAdventuresInWonderland": "AliceInWonderland",
+                    "TheAgeOfInnocence": "AgeOfInnocence", "AHandfulOfDust": "HandfulOfDust"}
+"""PDNC folder -> the folder name of the authors' released data, where the two differ."""
+
+
+def released_file(released: Path, novel: str) -> Path:
+    """``<released>/**/<name>/<name>.name_cloze.txt`` of PDNC novel ``novel``."""
+    name = RELEASED_FOLDERS.get(novel, novel)
+    found = sorted(released.rglob(f"{name}/{name}.name_cloze.txt"))
+    if not found:
+        raise ConfigError(f"name_cloze: no {name}/{name}.name_cloze.txt under {released} "
+                          "(give the data folder of deezer/llms_quotation_attribution)")
+    return found[0]
+
+
+def released_passages(released: Path, novel: str) -> list[dict[str, Any]]:
+    """The authors' released passages of PDNC novel ``novel``: the lines of
+    ``<released>/**/<name>/<name>.name_cloze.txt`` (deezer/llms_quotation_attribution's
+    ``data``; ``<name>`` the authors' folder name), as ``read_data`` in their
+    ``main_name_cloze.py`` reads them: tab-separated, the answer the 6th field, the passage
+    the last, with the line's newline (their prompt shows it)."""
+    path = released_file(released, novel)
+    out = []
+    with path.open(encoding="utf-8", newline="") as fh:
+        for k, line in enumerate(fh):
+            fields = line.split("\t")
+            if len(fields) < 7 or "[MASK]" not in fields[-1]:
+                raise ConfigError(f"{path}:{k + 1}: not a name-cloze line (7 tab-"
+                                  "separated fields, the last a passage with [MASK])")
+            out.append({"passage": fields[-1], "answer": fields[5], "start": k})
     return out

@@ -22,6 +22,7 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -29,7 +30,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from recitation.errors import ConfigError
 from recitation.methods import Access, Calls, MethodInfo, require_access
 from recitation.models.base import GenerationRequest, Model
-from recitation.probes.cloze_rules import authors_passages
+from recitation.probes.cloze_rules import (
+    authors_passages,
+    released_file,
+    released_passages,
+)
 from recitation.probes.novel import (
     HONORIFICS,
     NON_CHARACTERS,
@@ -104,10 +109,14 @@ class NameClozeParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     novels: list[str] = Field(default_factory=list, description="PDNC-format novel folders")
     n: int = Field(100, ge=1, description="passages per novel (the paper: 100)")
-    passages: Literal["authors", "windows"] = Field(
+    passages: Literal["authors", "windows", "released"] = Field(
         "authors", description="authors: one passage per single-token mention, as the "
         "authors' released passages are made (probes/cloze_rules.py); windows: ours, every "
-        "40-60 token window of whole sentences with one mention")
+        "40-60 token window of whole sentences with one mention; released: the authors' "
+        "released passages themselves, read from params.released")
+    released: str | None = Field(None, description="with passages 'released': the data "
+                                 "folder of deezer/llms_quotation_attribution (holding "
+                                 "<novel>/<novel>.name_cloze.txt)")
     min_tokens: int = Field(40, ge=1, description="windows only")
     max_tokens: int = Field(60, ge=1, description="windows only")
     max_new_tokens: int = Field(50, ge=1, description="the authors: 50")
@@ -130,20 +139,38 @@ class NameClozeJob(Job):
         for folder in p.novels:
             novel = load_novel(folder)
             names = name_words(novel)
-            cands = (authors_passages(novel.text, names) if p.passages == "authors" else
-                     cloze_passages(novel.text, names, min_tokens=p.min_tokens,
-                                    max_tokens=p.max_tokens))
+            cands = self._candidates(novel, names)
             rng = random.Random(f"{self.seed}:{novel.folder}")
-            extra = {"candidates": sorted(names)} if scored(p.scoring) else {}
             for k, c in enumerate(rng.sample(cands, min(p.n, len(cands)))):
+                # scored: the novel's names, and the answer where a released passage
+                # masks a name PDNC does not list (it is always one for ours)
+                extra = ({"candidates": sorted(names | {c["answer"]})}
+                         if scored(p.scoring) else {})
                 out.append(WorkItem(f"{novel.folder}/{k:04d}",
                                     {"novel": novel.folder, **c, **extra}))
         return out
 
-    def input_files(self) -> dict[str, Any]:
-        from pathlib import Path
+    def _candidates(self, novel: Any, names: set[str]) -> list[dict[str, Any]]:
+        p = self.params
+        if p.passages == "released":
+            if not p.released:
+                raise ConfigError("name_cloze: passages 'released' needs params.released "
+                                  "(--released DIR: the authors' data folder)")
+            return released_passages(Path(p.released).expanduser(), novel.folder)
+        if p.passages == "authors":
+            return authors_passages(novel.text, names)
+        return cloze_passages(novel.text, names, min_tokens=p.min_tokens,
+                              max_tokens=p.max_tokens)
 
-        return {f"novel{i}": Path(f) / "novel_text.txt" for i, f in enumerate(self.params.novels)}
+    def input_files(self) -> dict[str, Any]:
+        p = self.params
+        out: dict[str, Any] = {f"novel{i}": Path(f) / "novel_text.txt"
+                               for i, f in enumerate(p.novels)}
+        if p.passages == "released" and p.released:
+            for i, f in enumerate(p.novels):
+                out[f"released{i}"] = released_file(Path(p.released).expanduser(),
+                                                    Path(f).name)
+        return out
 
     async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
         require_access(["name_cloze"], model.capabilities, model.backend)
@@ -198,6 +225,7 @@ NAME_CLOZE = MethodInfo(
     "al. 2023)", access=frozenset({Access.GENERATE}),
     writes=("output", "correct"), calls=_calls, calls_formula="1 generation",
     job="name_cloze", family="name_cloze", unit="passage", select="probe name-cloze",
-    options=("n", "passages", "min_tokens", "max_tokens", "max_new_tokens", "scoring"),
+    options=("n", "passages", "released", "min_tokens", "max_tokens", "max_new_tokens",
+             "scoring"),
     summary="a 40-60 token passage with its one single-token character name masked; exact "
     "match of the model's answer, per novel")

@@ -88,13 +88,17 @@ def parse_config(data: Any, *, source: str = "config") -> RunConfig:
         raise ConfigError(f"{source}: {format_validation_error(e)}") from None
 
 
-def load_config(path: Path) -> RunConfig:
+def read_yaml(path: Path) -> Any:
+    """The data of YAML file ``path``; :class:`ConfigError` when unreadable or not YAML."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(f"cannot read config {path}: {e.strerror}") from None
     try:
-        data = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML: {e}") from None
-    return parse_config(data, source=str(path))
+
+
+def load_config(path: Path) -> RunConfig:
+    return parse_config(read_yaml(path), source=str(path))
