@@ -24,18 +24,25 @@ SETTINGS: tuple[tuple[str, str, Any, str], ...] = (
 """The audit's command-line settings: (flag, AuditSettings field, type, help)."""
 
 
-def _default(field: str) -> Any:
-    """The AuditSettings default of ``field`` as the help shows it."""
-    from recitation.audit.run import AuditSettings
+class _SettingsHelp(argparse.HelpFormatter):
+    """Appends each setting's AuditSettings default to its help, read when the help is
+    shown (building the parser for any other command does not import the settings)."""
 
-    info = AuditSettings.model_fields[field]
-    value = info.get_default(call_default_factory=True)
-    return f"{value}" if value is not None else (info.description or "none")
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        field = action.dest.removeprefix("setting_")
+        if action.dest == field or action.const is not None:  # not a setting; a switch
+            return action.help
+        from recitation.audit.run import AuditSettings
+
+        info = AuditSettings.model_fields[field]
+        value = info.get_default(call_default_factory=True)
+        shown = f"{value}" if value is not None else (info.description or "none")
+        return f"{action.help} (default: {shown.replace('%', '%%')})"
 
 
 def add_audit_parser(sub: Any) -> None:
     p = sub.add_parser("audit", help="audit a text on one or more models; writes an HTML, "
-                       "Markdown and JSON report")
+                       "Markdown and JSON report", formatter_class=_SettingsHelp)
     p.add_argument("--text", action="append", default=[], metavar="BOOK|FOLDER|JSONL",
                    help="the audited text: a .txt book, a folder of .txt, a .jsonl of "
                    "passages, kjv:famous-long, or organism:quick:members (repeatable)")
@@ -52,8 +59,7 @@ def add_audit_parser(sub: Any) -> None:
     # AuditSettings, whose defaults, shown in the help, are the only ones
     for flag, field, kind, text in SETTINGS:
         p.add_argument(flag, dest=f"setting_{field}", type=kind, default=None,
-                       metavar="X" if kind is float else "N",
-                       help=f"{text} (default: {_default(field)})")
+                       metavar="X" if kind is float else "N", help=text)
     p.add_argument("--no-pearl", dest="setting_pearl", action="store_false", default=None,
                    help="skip PEARL (the costliest black-box detector)")
     p.add_argument("--no-cache", dest="setting_cache", action="store_false", default=None,

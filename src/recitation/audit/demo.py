@@ -30,9 +30,9 @@ def create_demo(base: str, *, limit: int = 0, pearl: bool = False, cache: bool =
     if recap_passages is None:
         recap_passages = (min(cfg.params.recap_passages, max(1, limit // 2)) if limit
                           else cfg.params.recap_passages)
-    params = parse_audit_config(cfg.model_dump() | {"params": cfg.params.model_dump() | {
-        "passages": limit, "controls": limit, "pearl": pearl, "cache": cache,
-        "recap_passages": recap_passages}}, source="recitation demo").params
+    params = cfg.params.model_dump() | {"passages": limit, "controls": limit, "pearl": pearl,
+                                        "cache": cache, "recap_passages": recap_passages}
     models = [base, *[m for m in cfg.models[1:] if m != base]]
-    return create_from_config(cfg.model_copy(update={"params": params, "models": models}),
-                              runs_dir)
+    demo = parse_audit_config(cfg.model_dump() | {"params": params, "models": models},
+                              source="recitation demo")
+    return create_from_config(demo, runs_dir)

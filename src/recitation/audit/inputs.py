@@ -63,12 +63,11 @@ def _organism_spec(spec: str) -> tuple[str, bool]:
     """(organism name, member?) of ``organism:[NAME:]members|held-out``."""
     from recitation.organism.paths import DEFAULT_NAME, check_name
 
-    parts = spec.split(":")[1:]
-    name, group = (DEFAULT_NAME, parts[0]) if len(parts) == 1 else (parts + ["", ""])[:2]
-    if len(parts) not in (1, 2) or group not in ORGANISM_GROUPS:
+    *name, group = spec.split(":")[1:]
+    if len(name) > 1 or group not in ORGANISM_GROUPS:
         raise ConfigError(f"'{spec}': an organism's passages are organism:[NAME:]members or "
                           "organism:[NAME:]held-out (e.g. organism:quick:members)")
-    return check_name(name), ORGANISM_GROUPS[group]
+    return check_name(name[0] if name else DEFAULT_NAME), ORGANISM_GROUPS[group]
 
 
 def _organism_split(name: str) -> Path:
