@@ -35,6 +35,14 @@ def test_demo_twice_second_from_cache(demo_audit: tuple[Path, str], shared_data:
     assert html.exists() and "<script>" in html.read_text(encoding="utf-8")[:5000]
     findings = json.loads(html.with_suffix(".json").read_text(encoding="utf-8"))
     assert [m["spec"] for m in findings["models"]] == ["smollm2", "organism:quick:epoch2"]
+    for m in findings["models"]:  # ReCaLL and DC-PDD run on a white-box model, reported
+        det = m["detection"]
+        assert det["reported"] == ["recall", "dcpdd"] and "recall" not in det["primary"]
+        assert det["detectors"]["dcpdd"]["n"] == 4 and len(
+            det["detectors"]["dcpdd"]["control_scores"]) == 4
+        # ReCaLL's prefix took 3 of the 4 controls, which it does not score
+        assert det["detectors"]["recall"]["n"] == 4 and len(
+            det["detectors"]["recall"]["control_scores"]) == 1
     made = re.findall(r"backend calls (\d+), from cache (\d+)", first)
     # each of the 8 runs asked its model; the session's response cache (conftest.py) answers
     # what an earlier run of the suite (or the benchmark before it) asked already

@@ -87,6 +87,31 @@ class Calls:
                 "judge": self.judge, "reference": self.reference}
 
 
+@dataclass(frozen=True)
+class AuditUse:
+    """How ``recitation audit`` uses a method family, declared on its methods' metadata (every
+    method of a family declares the same, or none): the audit, its verdict, the report and
+    ``compare`` read this, so a family that declares it is audited with no other edit.
+
+    ``run``: the audit run it goes in (``prefix_probe``, ``recap``, ``detect``: one detect
+    run holds every detector family chosen; ``trace``). ``order``: its place among the
+    audit's families. ``primary``: for a detector, the scores that stand for the family, the
+    first one a run has (fixed before any run, so a verdict does not pick the best of many);
+    ``verdict``: whether that score is one of the verdict's Bonferroni-corrected tests (else
+    it is calibrated and reported, not counted). ``off``: the audit setting that turns the
+    family off when false or 0, and ``off_flag`` how a user says so. ``min_controls``: the
+    controls the family needs at least (else it is left out, with the reason)."""
+
+    run: Literal["prefix_probe", "recap", "detect", "trace"]
+    order: int
+    primary: tuple[str, ...] = ()
+    verdict: bool = True
+    off: str = ""
+    off_flag: str = ""
+    min_controls: int = 0
+    why: str = ""  # why it is, or is not, in the verdict (docs and the methods table)
+
+
 CallEstimate = Callable[[Mapping[str, Any]], Calls]
 """Calls per unit from the job's parameters (a dict, defaults filled: ``params_dict``)."""
 
@@ -110,6 +135,7 @@ class MethodInfo:
     unit: Literal["sample", "event", "passage"] = "sample"
     options: tuple[str, ...] = field(default=())  # the job parameters it reads
     select: str = ""  # how a command selects it, when more than its family (PEARL)
+    audit: AuditUse | None = None  # how an audit uses its family (None: audits skip it)
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -139,7 +165,19 @@ class MethodInfo:
                 "writes": list(self.writes), "calls": self.calls_formula,
                 "unit": self.unit, "job": self.job, "family": self.family,
                 "selected_by": self.selected_by,
-                "options": list(self.options), "summary": self.summary}
+                "options": list(self.options), "summary": self.summary,
+                "audit": self.audit_text}
+
+    @property
+    def audit_text(self) -> str:
+        """How an audit uses it, in words (the methods table)."""
+        a = self.audit
+        if a is None:
+            return "no"
+        if not a.primary:
+            return f"yes ({a.run} run)"
+        score = " / ".join(a.primary)
+        return f"yes; {'verdict' if a.verdict else 'reported'}: {score}"
 
 
 class Entry(NamedTuple):
@@ -329,12 +367,48 @@ def describe_missing(name: str, missing: Iterable[Access], where: str) -> str:
 
 def markdown_table(kind: Kind | None = None) -> str:
     """The method table of docs/methods.md (``recitation methods --markdown``)."""
-    rows = ["| method | kind | selected by | paper | access | writes | calls |",
-            "|---|---|---|---|---|---|---|"]
+    rows = ["| method | kind | selected by | paper | access | writes | calls | in an audit |",
+            "|---|---|---|---|---|---|---|---|"]
     for m in all_methods(kind):
         writes = ", ".join(f"`{w}`" for w in m.writes)
         access = ", ".join(sorted(a.value for a in m.access))
         rows.append(f"| `{m.name}` ({m.title}) | {m.kind} | `{m.selected_by}` | {m.paper} "
                     f"| {access} "
-                    f"| {writes} | per {m.unit}: {m.calls_formula} |")
+                    f"| {writes} | per {m.unit}: {m.calls_formula} | {m.audit_text} |")
     return "\n".join(rows) + "\n"
+
+
+class AuditFamily(NamedTuple):
+    kind: Kind
+    family: str
+    use: AuditUse
+    methods: list[MethodInfo]
+
+
+def audit_families() -> list[AuditFamily]:
+    """Every family an audit can run (its methods declare :class:`AuditUse`), in the order
+    they declare; a family whose methods declare different uses is refused."""
+    found: dict[tuple[Kind, str], list[MethodInfo]] = {}
+    for m in all_methods():
+        if m.audit is not None:
+            found.setdefault((m.kind, m.family), []).append(m)
+    out = []
+    for (kind, family), infos in found.items():
+        uses = {m.audit for m in infos if m.audit is not None}
+        if len(uses) > 1:
+            raise ConfigError(f"method registry: the methods of family '{family}' declare "
+                              "different audit uses; declare one for the family")
+        out.append(AuditFamily(kind, family, uses.pop(), family_methods(kind, family)))
+    return sorted(out, key=lambda f: f.use.order)
+
+
+def verdict_scores() -> dict[str, tuple[str, ...]]:
+    """Detector family -> the scores that stand for it in an audit's verdict (first present)."""
+    return {f.family: f.use.primary for f in audit_families()
+            if f.kind == "detector" and f.use.primary and f.use.verdict}
+
+
+def reported_scores() -> dict[str, tuple[str, ...]]:
+    """Detector family -> its primary scores, reported (calibrated) but not in the verdict."""
+    return {f.family: f.use.primary for f in audit_families()
+            if f.kind == "detector" and f.use.primary and not f.use.verdict}

@@ -18,16 +18,26 @@ from recitation.runs.store import RunStore
 
 
 def test_methods_follow_the_models_access() -> None:
-    chosen, skipped = plan_methods("scripted:x", corpus=False, pearl=True)
-    assert chosen == ["prefix_probe", "recap", "pearl", "whitebox"]
-    assert "corpus_index" in skipped["simpletrace"]
-    chosen, skipped = plan_methods("anthropic:claude-3-7-sonnet-latest", corpus=True,
-                                   pearl=True)
+    """The families come from the registry's audit declarations (recitation.methods.AuditUse):
+    each runs when the model's access, the settings and the controls allow it, else it is
+    left out with the reason."""
+    s = AuditSettings()
+    chosen, skipped = plan_methods("scripted:x", s, 12)
+    assert chosen == ["prefix_probe", "recap", "pearl", "whitebox", "recall"]
+    assert "corpus_index" in skipped["simpletrace"] and "tokenizer" in skipped["dcpdd"]
+    chosen, skipped = plan_methods("anthropic:claude-3-7-sonnet-latest",
+                                   s.model_copy(update={"corpus": ["idx"]}), 12)
     assert "whitebox" not in chosen and "logprobs" in skipped["whitebox"]
+    assert "recall" not in chosen and "dcpdd" not in chosen
     assert {"prefix_probe", "pearl", "simpletrace"} <= set(chosen)
-    chosen, skipped = plan_methods("scripted:x", corpus=False, pearl=False, recap=False)
+    chosen, skipped = plan_methods("local:smollm2", s, 12)  # logprobs, distribution, tokenizer
+    assert {"whitebox", "recall", "dcpdd"} <= set(chosen)
+    chosen, skipped = plan_methods(
+        "scripted:x", s.model_copy(update={"pearl": False, "recap_passages": 0}), 3)
     assert "pearl" not in chosen and "no-pearl" in skipped["pearl"]
     assert "recap" not in chosen and "recap-passages 0" in skipped["recap"]
+    # ReCaLL's prefix takes 3 controls: with 3 there is none left to calibrate it
+    assert "recall" not in chosen and "at least 4 controls" in skipped["recall"]
 
 
 def test_inputs_books_folders_jsonl(tmp_path: Path) -> None:

@@ -85,33 +85,49 @@ class AuditSettings(BaseModel):
     cache: bool = True
 
 
-def plan_methods(spec: str, corpus: bool, pearl: bool,
-                 recap: bool = True) -> tuple[list[str], dict[str, str]]:
-    """The method families that fit the model's access (registry metadata), and the ones
-    left out with the reason."""
-    model = parse_model_spec(spec)
-    have = methods.model_access(capabilities_of(model["backend"]))
-    if corpus:
+def plan_methods(spec: str, settings: AuditSettings, n_controls: int | None = None
+                 ) -> tuple[list[str], dict[str, str]]:
+    """The method families an audit runs on this model: every family whose methods declare
+    an :class:`~recitation.methods.AuditUse` (the registry), in their order, that fits the
+    model's access, the settings and the ``n_controls`` controls; and the ones left out,
+    each with the reason."""
+    have = methods.model_access(capabilities_of(parse_model_spec(spec)["backend"]))
+    if settings.corpus:
         have.add(Access.CORPUS_INDEX)
     if Access.GENERATE in have:  # the audit's RECAP uses the model as its own helper and judge
         have |= {Access.HELPER_MODEL, Access.JUDGE_MODEL}
-    wanted = [("probe", "prefix_probe"), ("extraction", "recap"), ("detector", "pearl"),
-              ("detector", "whitebox"), ("tracer", "simpletrace")]
     chosen: list[str] = []
     skipped: dict[str, str] = {}
-    for kind, family in wanted:
-        infos = methods.family_methods(kind, family)  # type: ignore[arg-type]
-        fit = [m for m in infos if not methods.missing_access(m, have)]
-        if family == "pearl" and not pearl:
-            skipped[family] = "turned off (--no-pearl)"
-        elif family == "recap" and not recap:
-            skipped[family] = "turned off (--recap-passages 0)"
-        elif fit:
-            chosen.append(family)
+    for fam in methods.audit_families():
+        if reason := _left_out(fam, have, settings, n_controls):
+            skipped[fam.family] = reason
         else:
-            missing = sorted({a.value for m in infos for a in methods.missing_access(m, have)})
-            skipped[family] = f"needs {', '.join(missing)}, which this model / audit lacks"
+            chosen.append(fam.family)
     return chosen, skipped
+
+
+def _left_out(fam: methods.AuditFamily, have: set[Access], s: AuditSettings,
+              n_controls: int | None) -> str:
+    """Why the audit leaves this family out ("" when it runs it)."""
+    use = fam.use
+    if use.off and use.off not in AuditSettings.model_fields:
+        raise ConfigError(f"method registry: family '{fam.family}' is turned off by "
+                          f"'{use.off}', which is no audit setting")
+    if use.off and not getattr(s, use.off):
+        return f"turned off ({use.off_flag or use.off})"
+    if all(methods.missing_access(m, have) for m in fam.methods):
+        missing = sorted({a.value for m in fam.methods for a in methods.missing_access(m, have)})
+        return f"needs {', '.join(missing)}, which this model / audit lacks"
+    if n_controls is not None and n_controls < use.min_controls:
+        return f"needs at least {use.min_controls} controls; this audit has {n_controls}"
+    return ""
+
+
+def runs_of(kind: str, chosen: list[str]) -> list[str]:
+    """The chosen families that go in the audit's ``kind`` run (e.g. every detector family
+    in the one detect run), in the registry's order."""
+    by_family = {f.family: f.use.run for f in methods.audit_families()}
+    return [f for f in chosen if by_family.get(f) == kind]
 
 
 def _prefix_cfg(spec: str, s: AuditSettings, passages: Path, mode: str) -> Any:
@@ -127,7 +143,7 @@ def _prefix_cfg(spec: str, s: AuditSettings, passages: Path, mode: str) -> Any:
 def _detect_cfg(spec: str, s: AuditSettings, families: list[str], text: Path,
                 controls: Path) -> Any:
     params = {"members": [str(text)], "controls": [str(controls)],
-              "detectors": [f for f in families if f in ("pearl", "whitebox")],
+              "detectors": families,
               "perturbations": s.pearl_perturbations, "max_intensity": s.pearl_max_intensity,
               "outputs": s.pearl_outputs, "target_fpr": s.target_fpr,
               "n_bootstrap": s.n_bootstrap, "passage_words": s.passage_words}
@@ -162,8 +178,7 @@ def create_audit(text: list[str], models: list[str], controls: list[str],
     ctl = _controls(settings, text, controls)
     for m in models:  # a bad spec or an unbuilt organism: refused before anything is written
         registry.build_backend(ModelConfig(**parse_model_spec(m)))
-    plans = {m: plan_methods(m, bool(settings.corpus), settings.pearl,
-                             settings.recap_passages > 0) for m in models}
+    plans = {m: plan_methods(m, settings, len(ctl.passages)) for m in models}
     stamp = time.strftime("%Y%m%d-%H%M%S")
     folder = (runs_dir or default_runs_dir()) / f"{name}-{stamp}-{secrets.token_hex(3)}"
     inputs = folder / "inputs"
@@ -196,12 +211,12 @@ def _create_runs(folder: Path, manifest: dict[str, Any], s: AuditSettings) -> No
     has_controls = manifest["controls"]["n"] > 0
     for entry in manifest["models"]:
         spec, chosen = entry["spec"], entry["methods"]
-        if "prefix_probe" in chosen:
+        if runs_of("prefix_probe", chosen):
             cfg = _prefix_cfg(spec, s, inputs / "passages.jsonl", _mode(spec))
             entry["runs"]["prefix_probe"] = create_run(cfg, runs).name
-        if "recap" in chosen:
+        if runs_of("recap", chosen):
             create_recap_runs(inputs, runs, spec, s, entry, has_controls)
-        detectors = [f for f in chosen if f in ("pearl", "whitebox")]
+        detectors = runs_of("detect", chosen)
         if detectors and has_controls:
             cfg = _detect_cfg(spec, s, detectors, inputs / "text.jsonl",
                               inputs / "controls.jsonl")
@@ -229,7 +244,7 @@ def execute_audit(folder: Path, say: Say = print) -> list[RunOutcome]:
                     f"calls {st.backend_calls}, from cache {st.served_from_cache}, from run "
                     f"store {st.served_from_store})")
                 outcomes.append(out)
-        if "simpletrace" in entry["methods"] and entry["runs"].get("prefix_probe"):
+        if runs_of("trace", entry["methods"]) and entry["runs"].get("prefix_probe"):
             outcomes.append(_trace(folder, manifest, entry, settings, say))
     return outcomes
 

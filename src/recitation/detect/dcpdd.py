@@ -31,7 +31,7 @@ from typing import Any
 from recitation.detect.samples import Sample
 from recitation.detect.scoring import DetectorScore, SampleResult, ScoringContext
 from recitation.errors import ConfigError
-from recitation.methods import Access, Calls, MethodInfo
+from recitation.methods import Access, AuditUse, Calls, MethodInfo
 from recitation.models.base import Model, TokenScores
 
 DEFAULT_A = 0.01
@@ -168,4 +168,8 @@ DCPDD = MethodInfo(
     job="detect", family="dcpdd",
     summary="mean over first-occurrence tokens of min(p * log(1 / f), a), f the token's "
     "frequency in a reference corpus (default: the KJV); higher means member",
-    runner="recitation.detect.dcpdd:DcpddDetector", options=("dcpdd_corpus", "dcpdd_a"))
+    runner="recitation.detect.dcpdd:DcpddDetector", options=("dcpdd_corpus", "dcpdd_a"),
+    audit=AuditUse(run="detect", order=60, primary=("dcpdd",), verdict=False,
+                   why="reported, not in the verdict: it reads the same log-probabilities "
+                   "as the white-box family (a further Bonferroni test would lower the "
+                   "verdict's power and add little)"))

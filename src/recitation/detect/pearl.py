@@ -49,7 +49,7 @@ from typing import Any, Literal
 
 from recitation.corpus.chunking import split_at_word
 from recitation.detect.perturb import ALL_PERTURBATIONS, Perturb
-from recitation.methods import Access, Calls, MethodInfo
+from recitation.methods import Access, AuditUse, Calls, MethodInfo
 from recitation.metrics.ncd import Compressor
 from recitation.models.base import GenerationRequest
 from recitation.prompts import COPY_EXACTLY
@@ -311,6 +311,12 @@ _PEARL_PAPERS = {
 }
 
 
+AUDIT = AuditUse(run="detect", order=30, off="pearl", off_flag="--no-pearl",
+                 primary=("pearl_bitflip_sensitivity", "pearl_synonym_sensitivity"),
+                 why="PEARL's sensitivity (pearl-v1.md §3.3) under the audit's first "
+                 "perturbation: one score for the family")
+
+
 def _pearl_info(pert: str) -> MethodInfo:
     access = {Access.GENERATE} | ({Access.TOKENIZER} if pert == "bitflip_tokens" else set())
     return MethodInfo(
@@ -327,7 +333,7 @@ def _pearl_info(pert: str) -> MethodInfo:
         job="detect", family="pearl", options=("perturbations", "max_intensity", "outputs",
                                                "temperature", "task", "mode", "gfd_tau"),
         summary=f"task performance under {pert} perturbations of growing intensity: "
-        "sensitivity, GFD and S_M; higher means member")
+        "sensitivity, GFD and S_M; higher means member", audit=AUDIT)
 
 
 METHODS: dict[str, MethodInfo] = {f"pearl_{p}": _pearl_info(p) for p in ALL_PERTURBATIONS}

@@ -30,7 +30,7 @@ from typing import Any
 from recitation.detect.samples import Sample
 from recitation.detect.scoring import DetectorScore, SampleResult, ScoringContext
 from recitation.errors import ConfigError
-from recitation.methods import Access, Calls, MethodInfo
+from recitation.methods import Access, AuditUse, Calls, MethodInfo
 from recitation.models.base import Model, TokenScores
 
 DEFAULT_SHOTS = 3
@@ -133,4 +133,10 @@ RECALL = MethodInfo(
     job="detect", family="recall",
     summary="LL(x | non-member prefix) / LL(x); the prefix: the first recall_shots controls "
     "(which get no score); higher means member",
-    runner="recitation.detect.recall:RecallDetector", options=("recall_shots",))
+    runner="recitation.detect.recall:RecallDetector", options=("recall_shots",),
+    audit=AuditUse(run="detect", order=50, primary=("recall",), verdict=False,
+                   min_controls=DEFAULT_SHOTS + 1,
+                   why="reported, not in the verdict: it reads the same log-probabilities "
+                   "as the white-box family, so a further Bonferroni test would lower the "
+                   "verdict's power and add little; its prefix takes the first "
+                   f"{DEFAULT_SHOTS} controls, which then calibrate nothing"))

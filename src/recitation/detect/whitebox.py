@@ -37,7 +37,7 @@ from typing import Any
 from recitation.detect.samples import Sample
 from recitation.detect.scoring import DetectorScore as DetectorScore  # the shared schema
 from recitation.detect.scoring import SampleResult, ScoringContext
-from recitation.methods import Access, Calls, MethodInfo
+from recitation.methods import Access, AuditUse, Calls, MethodInfo
 from recitation.models.base import Model, TokenScores
 
 log = logging.getLogger(__name__)
@@ -172,6 +172,9 @@ def _reference(p: Mapping[str, Any]) -> Calls:
 
 
 _RUNNER = "recitation.detect.whitebox:WhiteboxDetector"
+AUDIT = AuditUse(run="detect", order=40, primary=("min_k_pp_20", "min_k_20", "loss"),
+                 why="Min-K%++ at k = 20% where the backend gives the full distribution, else "
+                 "Min-K% at 20%, else LOSS: one score for the family, fixed before any run")
 _LP = frozenset({Access.LOGPROBS})
 
 
@@ -180,7 +183,8 @@ def _info(name: str, title: str, paper: str, writes: tuple[str, ...], summary: s
           access: frozenset[Access] = _LP, options: tuple[str, ...] = ()) -> MethodInfo:
     return MethodInfo(name=name, kind="detector", title=title, paper=paper, access=access,
                       writes=writes, calls=calls, calls_formula=formula, job="detect",
-                      family="whitebox", summary=summary, runner=_RUNNER, options=options)
+                      family="whitebox", summary=summary, runner=_RUNNER, options=options,
+                      audit=AUDIT)
 
 
 METHODS: dict[str, MethodInfo] = {m.name: m for m in (

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -42,7 +43,7 @@ from recitation.extract import prompts
 from recitation.extract.leak import LeakConfig, guard, measure
 from recitation.extract.records import EventState, Tally
 from recitation.extract.verifier import KeywordSet, Verdict, Verifier, VerifierMode
-from recitation.methods import Access, Calls, MethodInfo
+from recitation.methods import Access, AuditUse, Calls, MethodInfo
 from recitation.metrics.rouge import rouge_l
 from recitation.models.base import Generation, GenerationRequest, Message, Model
 from recitation.prompts import copy_exactly
@@ -451,3 +452,7 @@ METHODS: dict[str, MethodInfo] = {m.name: m for m in (
           "judge calls, max_rounds feedback calls" + _SUMMARY,
           "DSP + jailbreak, then up to max_rounds feedback rounds (kept while they improve)"),
 )}
+# an audit runs RECAP on its first recap_passages text passages and as many controls, the
+# audited model as its own helper and judge (recitation.audit.recap)
+METHODS["recap"] = replace(METHODS["recap"], audit=AuditUse(
+    run="recap", order=20, off="recap_passages", off_flag="--recap-passages 0"))

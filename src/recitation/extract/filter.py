@@ -368,7 +368,7 @@ def _recap_filter_info() -> MethodInfo:
         recap, name="recap_filter", title="RECAP + memorization-score filter",
         paper="recap.md §3.6, §H", family="recap_filter",
         access=recap.access | {Access.EMBEDDINGS}, writes=(*recap.writes, "filter"),
-        options=("recap", "filter"),
+        options=("recap", "filter"), audit=None,  # an audit runs plain RECAP
         calls_formula=recap.calls_formula.replace("feedback calls", "feedback calls (none "
                                                   "for events below the threshold)"),
         summary="RECAP, feedback rounds only for events whose first extraction scores "

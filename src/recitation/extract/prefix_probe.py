@@ -32,7 +32,7 @@ from recitation.corpus.kjv import FAMOUS_VERSES, OBSCURE_VERSES
 from recitation.corpus.tokenize import words
 from recitation.errors import CorpusError
 from recitation.extract import prompts
-from recitation.methods import Access, Calls, MethodInfo, require_access
+from recitation.methods import Access, AuditUse, Calls, MethodInfo, require_access
 from recitation.metrics.edit import longest_common_prefix
 from recitation.metrics.rouge import rouge_l
 from recitation.models.base import GenerationRequest, Model
@@ -195,6 +195,7 @@ PREFIX_PROBE = MethodInfo(
     "longest common prefix", access=frozenset({Access.GENERATE}),
     writes=("continuation", "lcp_words", "rouge_l_f1", "verdict"), calls=_calls,
     calls_formula="1 generation", job="prefix_probe", family="prefix_probe", unit="passage",
+    audit=AuditUse(run="prefix_probe", order=10),
     options=("mode", "chat_prompt", "max_words", "prefix_fraction", "max_new_tokens",
              "keep_spacing"),
     summary="continue each passage from its first words; longest common prefix, ROUGE-L and "

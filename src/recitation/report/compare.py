@@ -21,8 +21,9 @@ def compare_rows(findings: list[dict[str, Any]]) -> list[list[str]]:
             ex = m.get("extraction") or {}
             t, c = ex.get("text") or {}, ex.get("control") or {}
             det = m.get("detection") or {}
-            aucs = ", ".join(f"{p} {det['detectors'][p]['auc']:.2f}"
-                             for p in det.get("primary", [])
+            aucs = ", ".join(f"{p} {det['detectors'][p]['auc']:.2f}" + (
+                             "" if p in det.get("primary", []) else " (reported)")
+                             for p in det.get("primary", []) + det.get("reported", [])
                              if det["detectors"][p].get("auc") is not None)
             rg = (m.get("recap") or {}).get("groups") or {}
             rt = (rg.get("text") or {}).get("final") or {}

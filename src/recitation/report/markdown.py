@@ -46,7 +46,9 @@ def _model(m: dict[str, Any]) -> list[str]:
         for name, d in sorted(det["detectors"].items()):
             bound = (f"≤ {_f(d['fpr_bound'])}{_ci(d['fpr_ci'])}" if d["reachable"]
                      else "not reachable")
-            out.append(f"| {name} | {'yes' if name in det['primary'] else ''} | "
+            role = "yes" if name in det["primary"] else (
+                "reported" if name in det.get("reported", []) else "")
+            out.append(f"| {name} | {role} | "
                        f"{d['flagged']}/{d['n']}{_ci(d['flagged_ci'])} | {_esc(bound)} | "
                        f"{_f(d['p_value'])} | {_f(d['auc'])}{_ci(d['auc_ci'])} |")
     for g, r in ((m.get("tracing") or {}).get("report") or {}).get("groups", {}).items():

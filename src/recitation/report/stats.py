@@ -3,7 +3,8 @@ and the verdict itself.
 
 Extraction: the share of text passages reproduced verbatim is compared with the controls'
 by Fisher's exact test (one-sided, ``scipy.stats.fisher_exact``). Detection: one primary
-score per detector family, fixed here before any run (:data:`PRIMARY`), so the verdict does
+score per detector family, declared by the family before any run (its
+:class:`~recitation.methods.AuditUse`, read from the method registry), so the verdict does
 not pick the best of many scores; the text passages flagged at the conformal threshold are
 tested against the threshold's FPR bound with a one-sided binomial test
 (``scipy.stats.binomtest``), Bonferroni-corrected over the primary scores, with the
@@ -16,12 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from recitation import methods
 from recitation.metrics.stats import clopper_pearson, roc_points
 
-PRIMARY = {"whitebox": ("min_k_pp_20", "min_k_20", "loss"),
-           "pearl": ("pearl_bitflip_sensitivity", "pearl_synonym_sensitivity")}
-"""The score each family's verdict reads: the first of its list the run has (Min-K%++ at
-k = 20%, which needs the full distribution, else Min-K% at 20%; PEARL's sensitivity)."""
 ALPHA = 0.05
 
 
@@ -91,18 +89,25 @@ def detection(report: dict[str, Any], records: list[dict[str, Any]]) -> dict[str
     scores = _scores(records)
     dets = {name: _detector(name, d, scores.get(name, {}))
             for name, d in (report.get("detectors") or {}).items()}
-    primary = [next(p for p in prefs if p in dets) for prefs in PRIMARY.values()
-               if any(p in dets for p in prefs)]
+    primary = _first_present(methods.verdict_scores(), dets)
+    reported = _first_present(methods.reported_scores(), dets)
     m = max(1, len(primary))
     for p in primary:
         pv = dets[p]["p_value"]
         dets[p]["significant"] = pv is not None and pv < ALPHA / m
     shift = report.get("shift") or {}
-    return {"detectors": dets, "primary": primary, "alpha": ALPHA,
+    return {"detectors": dets, "primary": primary, "reported": reported, "alpha": ALPHA,
             "target_fpr": report.get("target_fpr"), "n_text": report.get("n_members"),
             "n_controls": report.get("n_controls"),
             "shift_warnings": list(shift.get("warnings") or []),
             "warnings": list(report.get("warnings") or [])}
+
+
+def _first_present(families: dict[str, tuple[str, ...]], dets: dict[str, Any]) -> list[str]:
+    """The score that stands for each family: the first of its declared list the run has
+    (e.g. Min-K%++ at 20% where the backend gives the full distribution, else Min-K%)."""
+    return [next(p for p in prefs if p in dets) for prefs in families.values()
+            if any(p in dets for p in prefs)]
 
 
 def verdict(model: dict[str, Any], controls: dict[str, Any]) -> dict[str, Any]:

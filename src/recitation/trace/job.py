@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from recitation.errors import ConfigError
-from recitation.methods import Access, Calls, MethodInfo, describe_missing
+from recitation.methods import Access, AuditUse, Calls, MethodInfo, describe_missing
 from recitation.models.base import Model
 from recitation.runs.jobs import Job, Table, WorkItem
 from recitation.trace.index import CorpusIndex, EngineName, open_index
@@ -194,7 +194,7 @@ SIMPLETRACE = MethodInfo(
     access=frozenset({Access.CORPUS_INDEX}),
     writes=("spans", "longest", "full_match", "nv", "docs"),
     calls=_calls, calls_formula="no model call (suffix-array queries)", job="trace",
-    family="simpletrace",
+    family="simpletrace", audit=AuditUse(run="trace", order=70),
     options=("index", "rarity", "max_docs", "min_len", "text_mode", "definitions", "seed",
              "n_span", "nv_threshold"),
     select="trace --index DIR GENERATIONS.jsonl",
