@@ -178,8 +178,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    from recitation.models.registry import shared_backends
+
     try:
-        code: int = args.func(args)
+        with shared_backends():  # one backend per model config for the whole command
+            code: int = args.func(args)
         return code
     except RecitationError as e:
         err_console.print(f"[red]error:[/red] {escape(str(e))}")  # "[MASK]" is not markup

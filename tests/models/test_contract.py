@@ -15,7 +15,7 @@ import pytest
 from recitation.errors import ConfigError
 from recitation.extract.records import Tally
 from recitation.models.base import Generation, GenerationRequest, Model
-from recitation.models.config import BACKENDS, ModelConfig
+from recitation.models.config import ModelConfig, backend_names
 from recitation.models.local import LocalModel
 from recitation.models.managed import Limits, ManagedModel
 from recitation.models.openai_backend import OpenAIModel
@@ -59,8 +59,8 @@ def five_prompts() -> list[GenerationRequest]:
 
 # -- backend names, in one place ---------------------------------------------------------------
 def test_every_backend_name_maps_to_its_class() -> None:
-    assert set(BACKENDS) == {"local", "openai", "anthropic", "scripted"}
-    for name in BACKENDS:
+    assert set(backend_names()) == {"local", "openai", "anthropic", "scripted"}
+    for name in backend_names():
         assert backend_class(name).backend == name
         assert capabilities_of(name) == backend_class(name).capabilities
     with pytest.raises(ConfigError, match="unknown backend 'ollama'; choose from local, openai"):
@@ -68,9 +68,9 @@ def test_every_backend_name_maps_to_its_class() -> None:
 
 
 def test_only_the_local_backend_runs_here_and_has_a_tokenizer() -> None:
-    assert [b for b in BACKENDS if capabilities_of(b).local] == ["local"]
-    assert [b for b in BACKENDS if capabilities_of(b).tokenizer] == ["local"]
-    assert [b for b in BACKENDS if capabilities_of(b).batching] == ["local"]
+    assert [b for b in backend_names() if capabilities_of(b).local] == ["local"]
+    assert [b for b in backend_names() if capabilities_of(b).tokenizer] == ["local"]
+    assert [b for b in backend_names() if capabilities_of(b).batching] == ["local"]
     assert build_backend(ModelConfig(backend="scripted", model="x")).tokenizer() is None
 
 

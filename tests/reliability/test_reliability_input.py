@@ -212,7 +212,7 @@ LOCAL = {"backend": "local", "model": "smollm2"}
     ({"job": "prefix_probe", "model": {"backend": "local", "model": "no-such-model"}},
      ["no-such-model"]),
     ({"job": "prefix_probe", "model": {"backend": "nosuch", "model": "m"}},
-     ["model.backend", "'local', 'openai'"]),
+     ["model.backend", "unknown backend 'nosuch'; choose from local, openai"]),
 ])
 def test_bad_configs_and_model_names_are_clear_errors(
     cfg: dict[str, object], words: list[str], tmp_path: Path,

@@ -46,7 +46,7 @@ def test_response_cache(tmp_path: Path) -> None:
 
 
 def test_config_errors_name_the_field(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"model\.backend: Input should be"):
+    with pytest.raises(ConfigError, match=r"model\.backend: unknown backend 'gpt'; choose"):
         parse_config({"job": "prefix_probe", "model": {"backend": "gpt"}})
     with pytest.raises(ConfigError, match=r"model\.concurrency: Input should be greater"):
         parse_config({"job": "prefix_probe", "model": {"concurrency": 0}})

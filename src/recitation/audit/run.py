@@ -171,6 +171,13 @@ def create_audit(text: list[str], models: list[str], controls: list[str],
                  redact: bool = False, name: str = "audit") -> Path:
     """The audit folder with its inputs and one created (not yet executed) run per model
     and method family; every input and model is checked before anything is written."""
+    with registry.shared_backends():  # each model built once: checked here, then its runs
+        return _create_audit(text, models, controls, settings, runs_dir, redact, name)
+
+
+def _create_audit(text: list[str], models: list[str], controls: list[str],
+                  settings: AuditSettings, runs_dir: Path | None, redact: bool,
+                  name: str) -> Path:
     if not text or not models:
         raise ConfigError("audit: give at least one --text and one --model")
     passages = pick([p for t in text for p in load_passages(t, settings.passage_words)],
@@ -229,6 +236,11 @@ def _create_runs(folder: Path, manifest: dict[str, Any], s: AuditSettings) -> No
 def execute_audit(folder: Path, say: Say = print) -> list[RunOutcome]:
     """Run (or resume) every run of the audit; trace runs are added once the prefix-probing
     continuations they trace exist."""
+    with registry.shared_backends():  # one backend per model for all its runs
+        return _execute_audit(folder, say)
+
+
+def _execute_audit(folder: Path, say: Say) -> list[RunOutcome]:
     manifest = load_manifest(folder)
     settings = AuditSettings.model_validate(manifest["settings"])
     outcomes = []

@@ -23,11 +23,11 @@ def add_detect_parser(sub: Any) -> None:
     p = sub.add_parser("detect", help="membership detection: PEARL and white-box scores, "
                        "calibrated on controls", epilog=EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    from recitation.models.config import BACKENDS
+    from recitation.models.config import backend_names
 
     p.add_argument("--model", default="smollm2", metavar="SPEC",
                    help="audited model, backend:model[@url] (default: embedded SmolLM2)")
-    p.add_argument("--backend", default=None, choices=BACKENDS,
+    p.add_argument("--backend", default=None, choices=backend_names(),
                    help="deprecated: write --model BACKEND:MODEL")
     p.add_argument("--base-url", default=None, help="deprecated: write --model BACKEND:MODEL@URL")
     p.add_argument("--api-key-env", default=None, help="NAME of the env var holding the key")
@@ -50,7 +50,7 @@ def add_detect_parser(sub: Any) -> None:
     _add_pearl_options(p)
     p.add_argument("--reference-model", default=None, metavar="SPEC",
                    help="second model for 'reference', backend:model[@url]")
-    p.add_argument("--reference-backend", default=None, choices=BACKENDS,
+    p.add_argument("--reference-backend", default=None, choices=backend_names(),
                    help="deprecated: write --reference-model BACKEND:MODEL")
     p.add_argument("--reference-prefix", default="", help='e.g. "<bos>" for Gemma')
     p.add_argument("--target-fpr", type=float, default=0.05,

@@ -44,6 +44,7 @@ from recitation.errors import (
     require,
 )
 from recitation.models.base import Generation, GenerationRequest, Model
+from recitation.models.config import ModelConfig
 
 T = TypeVar("T")
 C = TypeVar("C")
@@ -238,6 +239,16 @@ class SDKModel(Model):
     sdk_module: str
     client_class: str
     default_base_url: str
+
+    @classmethod
+    def from_config(cls, cfg: ModelConfig) -> Model:
+        """The endpoint, key variable (default ``<BACKEND>_API_KEY``; none when
+        ``api_key_env`` is false), timeout and concurrency of ``cfg``; the SDK is imported
+        here, and a missing one is named with its extra."""
+        key_env = (None if cfg.api_key_env is False
+                   else cfg.api_key_env or f"{cls.backend.upper()}_API_KEY")
+        return cls(cfg.model, base_url=cfg.base_url, api_key_env=key_env,
+                   timeout=cfg.timeout, max_concurrency=cfg.concurrency)
 
     def __init__(self, model: str, *, base_url: str | None, api_key_env: str | None,
                  timeout: float, max_concurrency: int) -> None:

@@ -24,9 +24,12 @@ import abc
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from recitation.models.tokenizer import Tokenizer
+
+if TYPE_CHECKING:
+    from recitation.models.config import ModelConfig
 
 Role = Literal["system", "user", "assistant"]
 
@@ -214,6 +217,13 @@ class Model(abc.ABC):
     backend: str = "abstract"
     name: str = "unnamed"
     capabilities: Capabilities = Capabilities()
+
+    @classmethod
+    def from_config(cls, cfg: ModelConfig) -> Model:
+        """The backend for one model config (the backend registry builds every model
+        through this). By default ``cls(cfg.model)``; a backend that needs more of the
+        config (an endpoint, a key variable) overrides it."""
+        return cls(cfg.model)  # type: ignore[call-arg]
 
     @abc.abstractmethod
     async def generate(self, requests: list[GenerationRequest]) -> list[Generation]:

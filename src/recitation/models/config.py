@@ -6,7 +6,8 @@ Every command names a model the same way (``recitation extract --target``, ``--h
 
     backend:model[@base_url]
 
-- ``backend`` is one of :data:`BACKENDS` (``local``, ``openai``, ``anthropic``, ``scripted``);
+- ``backend`` is a name of the backend registry :data:`BACKEND_CLASSES` (``local``,
+  ``openai``, ``anthropic``, ``scripted``, and any backend added there);
 - a bare name or a path (``smollm2``, ``./my-model``, ``C:\\models\\x.gguf``) means local;
 - ``@base_url`` points an API backend at an OpenAI- or Anthropic-compatible endpoint, e.g.
   ``openai:llama3@http://localhost:8000/v1``.
@@ -17,15 +18,38 @@ the models, so that ``recitation.models`` needs nothing from ``recitation.runs``
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+import difflib
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from recitation.errors import ConfigError
 
-Backend = Literal["local", "openai", "anthropic", "scripted"]
-BACKENDS: tuple[str, ...] = get_args(Backend)
-"""Every backend name, in one place (config validation, CLI choices, spec parsing)."""
+BACKEND_CLASSES: dict[str, str] = {
+    "local": "recitation.models.local:LocalModel",
+    "openai": "recitation.models.openai_backend:OpenAIModel",
+    "anthropic": "recitation.models.anthropic_backend:AnthropicModel",
+    "scripted": "recitation.models.scripted:ScriptedModel",
+}
+"""The backend registry: name -> ``module:Class`` of a :class:`~recitation.models.base.Model`
+whose ``from_config`` builds it (imported only when a model of it is built or its
+capabilities are asked for). A new backend is one module and one line here: config
+validation, the spec grammar, CLI choices, the audit's plan and the docs read this."""
+
+
+def backend_names() -> tuple[str, ...]:
+    """Every registered backend name, in registry order (read at call time)."""
+    return tuple(BACKEND_CLASSES)
+
+
+def check_backend(name: str) -> str:
+    """``name`` when registered, else a ConfigError with the choices (and a "did you mean")."""
+    if name not in BACKEND_CLASSES:
+        close = difflib.get_close_matches(name, list(BACKEND_CLASSES), n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        raise ConfigError(f"unknown backend '{name}'{hint}; choose from "
+                          f"{', '.join(BACKEND_CLASSES)}")
+    return name
 
 _SECRET_FIELDS = {"api_key", "apikey", "key", "token", "secret", "password"}
 
@@ -35,7 +59,7 @@ class ModelConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    backend: Backend = "local"
+    backend: str = "local"  # a name of BACKEND_CLASSES
     model: str = "smollm2"
     base_url: str | None = None
     # NAME of the variable holding the key (default OPENAI_API_KEY / ANTHROPIC_API_KEY);
@@ -48,6 +72,14 @@ class ModelConfig(BaseModel):
     tokens_per_minute: float | None = Field(None, gt=0)
     max_attempts: int = Field(4, ge=1)
     retry_base_delay: float = Field(0.5, ge=0)
+
+    @field_validator("backend")
+    @classmethod
+    def _registered(cls, v: str) -> str:
+        try:
+            return check_backend(v)
+        except ConfigError as e:
+            raise ValueError(str(e)) from None
 
     @model_validator(mode="before")
     @classmethod
@@ -62,8 +94,9 @@ class ModelConfig(BaseModel):
         return data
 
 
-SPEC_HELP = ("backend:model[@url], backend one of " + ", ".join(BACKENDS)
-             + "; a bare name or path is a local model")
+def spec_help() -> str:
+    return ("backend:model[@url], backend one of " + ", ".join(BACKEND_CLASSES)
+            + "; a bare name or path is a local model")
 
 
 def parse_model_spec(spec: str, key_env: str | None = None) -> dict[str, Any]:
@@ -73,13 +106,13 @@ def parse_model_spec(spec: str, key_env: str | None = None) -> dict[str, Any]:
     model gets one worker and batches of 8. ``key_env`` names the variable holding the key.
     """
     backend, sep, rest = spec.partition(":")
-    if not sep or backend not in BACKENDS:
+    if not sep or backend not in BACKEND_CLASSES:
         backend, rest = "local", spec
     model, at, base_url = rest.partition("@") if backend != "local" else (rest, "", "")
     if not model:
-        raise ConfigError(f"model spec '{spec}': no model name ({SPEC_HELP})")
+        raise ConfigError(f"model spec '{spec}': no model name ({spec_help()})")
     if at and not base_url:
-        raise ConfigError(f"model spec '{spec}': nothing after '@' ({SPEC_HELP})")
+        raise ConfigError(f"model spec '{spec}': nothing after '@' ({spec_help()})")
     cfg: dict[str, Any] = {"backend": backend, "model": model}
     if base_url:
         cfg["base_url"] = base_url
@@ -93,7 +126,7 @@ def parse_model_spec(spec: str, key_env: str | None = None) -> dict[str, Any]:
 def spec_backend(spec: str) -> str | None:
     """The backend a spec names explicitly (``openai:...``), or None for a bare name/path."""
     backend, sep, _ = spec.partition(":")
-    return backend if sep and backend in BACKENDS else None
+    return backend if sep and backend in BACKEND_CLASSES else None
 
 
 def resolve_model_spec(spec: str, *, backend: str | None = None, base_url: str | None = None,
@@ -105,8 +138,7 @@ def resolve_model_spec(spec: str, *, backend: str | None = None, base_url: str |
     """
     named = spec_backend(spec)
     if backend is not None and named is None:
-        if backend not in BACKENDS:
-            raise ConfigError(f"backend '{backend}': choose from {', '.join(BACKENDS)}")
+        check_backend(backend)
         spec = f"{backend}:{spec}"
     elif backend is not None and backend != named:
         raise ConfigError(f"{flag} '{spec}' names backend '{named}' but the deprecated "

@@ -1,39 +1,43 @@
 """Build backends from configuration; heavy SDKs are imported only when asked for.
 
-The backend names themselves live in :data:`recitation.models.config.BACKENDS`;
-:func:`backend_class` maps each to its class and :func:`capabilities_of` tells what a backend
-can do (and whether it runs here, at no cost) before any model is built.
+The backend registry itself is :data:`recitation.models.config.BACKEND_CLASSES` (name ->
+``module:Class``); :func:`backend_class` imports a class, :func:`capabilities_of` tells what
+a backend can do (and whether it runs here, at no cost) before any model is built, and
+:func:`build_backend` builds one through the class's ``from_config``.
+
+Within :func:`shared_backends` (an audit: every run of every model) a backend is built once
+per distinct configuration and shared, so a local model is loaded once, not once per run.
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
 from recitation.errors import ConfigError
 from recitation.models.base import Capabilities, Model
-from recitation.models.config import BACKENDS, ModelConfig
+from recitation.models.config import BACKEND_CLASSES, ModelConfig, backend_names, check_backend
 
-__all__ = ["BACKENDS", "backend_class", "build_backend", "capabilities_of"]
+__all__ = ["BACKEND_CLASSES", "backend_class", "backend_names", "build_backend",
+           "capabilities_of", "shared_backends"]
+
+_BACKEND_FIELDS = {"backend", "model", "base_url", "api_key_env", "timeout", "concurrency"}
+"""The config fields a backend object depends on (the others configure the managed wrapper:
+batches, rate limits, retries)."""
+
+_POOL: ContextVar[dict[str, Model] | None] = ContextVar("recitation_backends", default=None)
 
 
 def backend_class(backend: str) -> type[Model]:
     """The class of the backend named ``backend`` (importing it loads no SDK and no torch)."""
-    if backend == "local":
-        from recitation.models.local import LocalModel
-
-        return LocalModel
-    if backend == "openai":
-        from recitation.models.openai_backend import OpenAIModel
-
-        return OpenAIModel
-    if backend == "anthropic":
-        from recitation.models.anthropic_backend import AnthropicModel
-
-        return AnthropicModel
-    if backend == "scripted":
-        from recitation.models.scripted import ScriptedModel
-
-        return ScriptedModel
-    raise ConfigError(f"model.backend: unknown backend '{backend}'; choose from "
-                      f"{', '.join(BACKENDS)}")
+    module, _, attr = BACKEND_CLASSES[check_backend(backend)].partition(":")
+    cls = getattr(importlib.import_module(module), attr, None)
+    if not (isinstance(cls, type) and issubclass(cls, Model)):
+        raise ConfigError(f"backend registry: '{BACKEND_CLASSES[backend]}' is not a Model "
+                          "class")
+    return cls
 
 
 def capabilities_of(backend: str) -> Capabilities:
@@ -42,26 +46,29 @@ def capabilities_of(backend: str) -> Capabilities:
 
 
 def build_backend(cfg: ModelConfig) -> Model:
-    """The bare backend named by ``cfg.backend`` (no cache, retries or budget)."""
-    cls = backend_class(cfg.backend)
-    if cfg.backend == "local":
-        from recitation.models.local import LocalModel
-
-        return LocalModel(cfg.model)
-    if cfg.backend in ("openai", "anthropic"):
-        # The SDK is imported by the backend's constructor, which names the missing extra.
-        from recitation.models._sdk import SDKModel
-
-        assert issubclass(cls, SDKModel)
-        default_env = f"{cfg.backend.upper()}_API_KEY"
-        return cls(cfg.model, base_url=cfg.base_url, api_key_env=_key_env(cfg, default_env),
-                   timeout=cfg.timeout, max_concurrency=cfg.concurrency)
-    from recitation.models.scripted import ScriptedModel
-
-    return ScriptedModel(name=cfg.model)
+    """The bare backend named by ``cfg.backend`` (no cache, retries or budget); inside
+    :func:`shared_backends`, the one already built for the same configuration."""
+    pool = _POOL.get()
+    if pool is None:
+        return backend_class(cfg.backend).from_config(cfg)
+    key = cfg.model_dump_json(include=_BACKEND_FIELDS)
+    if key not in pool:
+        pool[key] = backend_class(cfg.backend).from_config(cfg)
+    return pool[key]
 
 
-def _key_env(cfg: ModelConfig, default: str) -> str | None:
-    if cfg.api_key_env is False:
-        return None  # the server needs no key
-    return cfg.api_key_env or default
+@contextmanager
+def shared_backends() -> Iterator[dict[str, Model]]:
+    """Within this block :func:`build_backend` builds each distinct backend once (nested
+    blocks share the outer one's): the runs of one audit share one backend per model, which
+    stays separately resumable per run. Yields the pool (config key -> backend)."""
+    pool = _POOL.get()
+    if pool is not None:
+        yield pool
+        return
+    fresh: dict[str, Model] = {}
+    token = _POOL.set(fresh)
+    try:
+        yield fresh
+    finally:
+        _POOL.reset(token)

@@ -19,6 +19,7 @@ from recitation.models.base import (
     TokenScores,
     Usage,
 )
+from recitation.models.config import ModelConfig
 
 Responder = Callable[[GenerationRequest], "str | BaseException"]
 
@@ -37,6 +38,10 @@ def echo_responder(req: GenerationRequest) -> str:
 class ScriptedModel(Model):
     backend = "scripted"
     capabilities = Capabilities(logprobs=True, full_distribution=False)
+
+    @classmethod
+    def from_config(cls, cfg: ModelConfig) -> Model:
+        return cls(name=cfg.model)
 
     def __init__(self, responder: Responder = echo_responder, name: str = "scripted") -> None:
         self.responder = responder

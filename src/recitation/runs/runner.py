@@ -129,7 +129,7 @@ def _check_models(cfg: RunConfig, job: Job) -> dict[str, Any]:
     organism checkpoint must exist), before the run exists and any model is called."""
     out = {"target": _provenance(registry.build_backend(cfg.model))}
     for key, value in dict(job.params).items():
-        if isinstance(value, ModelConfig) and value.backend == "local":
+        if isinstance(value, ModelConfig) and registry.capabilities_of(value.backend).local:
             out[key] = _provenance(registry.build_backend(value))
     return out
 
