@@ -108,7 +108,7 @@ def test_a_made_up_detector_reaches_every_command_and_report(
     out = tmp_path / "cmp"
     assert main(["compare", str(folder), "--out", str(out)]) == 0
     (row,) = json.loads((out / "compare.json").read_text(encoding="utf-8"))["rows"]
-    assert "tee_share 1.00" in row[-1] and "recall" in row[-1]
+    assert "tee_share 1," in row[-1] and "recall 0.5 (reported)" in row[-1]
 
 
 def test_a_family_without_an_audit_use_is_not_audited(

@@ -111,7 +111,8 @@ def finish_audit(folder: Path) -> int:
 
     from recitation.audit.run import execute_audit
     from recitation.report.collect import collect
-    from recitation.report.write import verdict_rows, write_reports
+    from recitation.report.table import VERDICT_COLUMNS
+    from recitation.report.write import verdict_rows, write_findings
     from recitation.runs.audits import load_manifest
     from recitation.runs.console import console
 
@@ -119,12 +120,12 @@ def finish_audit(folder: Path) -> int:
     c = manifest["controls"]
     console.print(f"controls: {c['reason']}" + (f" ({c['n']} passages)" if c["n"] else ""))
     outcomes = execute_audit(folder, say=console.print)
-    paths = write_reports(folder)
+    findings = collect(folder)  # once: the three reports and the table below
+    paths = write_findings(findings, folder)
     t = RichTable(title="Audit verdict")
-    for col in ("model", "verdict", "text reproduced", "controls reproduced",
-                "longest span", "flagged (primary detectors)"):
+    for col in VERDICT_COLUMNS:
         t.add_column(col)
-    for row in verdict_rows(collect(folder)):
+    for row in verdict_rows(findings):
         t.add_row(*row)
     console.print(t)
     console.print(f"report: {paths['html']}\n        {paths['md']}\n        {paths['json']}")

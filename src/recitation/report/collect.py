@@ -17,6 +17,7 @@ from recitation.metrics.weighted import weighted_rouge
 from recitation.report.evidence import evidence_item
 from recitation.report.recap import recap_group, recap_summary
 from recitation.report.stats import detection, extraction_stats, verdict
+from recitation.report.table import verdict_table
 from recitation.runs.audits import RECAP_RUNS, load_manifest
 from recitation.runs.store import RunStore
 
@@ -172,4 +173,5 @@ def collect(folder: Path, *, redact: bool | None = None) -> dict[str, Any]:
             "redacted": bool(manifest.get("redact")), "text": manifest["text"],
             "controls": manifest["controls"], "settings": manifest["settings"],
             "inputs": manifest["inputs"], "input_hashes": manifest["input_hashes"],
-            "models": models, "does_not_mean": DOES_NOT_MEAN}
+            "models": models, "verdict_table": verdict_table(models),
+            "does_not_mean": DOES_NOT_MEAN}

@@ -8,38 +8,33 @@ from typing import Any
 
 from recitation.errors import require
 from recitation.report.collect import collect
+from recitation.report.table import MISSING, VERDICT_COLUMNS, fmt, of, pair
 
-COLUMNS = ["audit", "model", "verdict", "text reproduced", "controls reproduced",
-           "ROUGE-L text", "ROUGE-L controls", "RECAP text reproduced",
-           "RECAP ROUGE-L text / controls", "primary AUCs"]
+COLUMNS = ["audit", *VERDICT_COLUMNS, "RECAP text reproduced",
+           "RECAP ROUGE-L (text / controls)", "AUCs (primary; reported)"]
+TEXT_REPRODUCED, CONTROLS_REPRODUCED = (COLUMNS.index(c) for c in (
+    "text reproduced", "controls reproduced"))
 
 
 def compare_rows(findings: list[dict[str, Any]]) -> list[list[str]]:
+    """The verdict table's row of every model of every audit (:mod:`recitation.report.table`),
+    with the audit, RECAP's final result and the ROC AUCs of the primary and reported
+    scores."""
     rows = [COLUMNS]
     for f in findings:
-        for m in f["models"]:
-            ex = m.get("extraction") or {}
-            t, c = ex.get("text") or {}, ex.get("control") or {}
+        for m, row in zip(f["models"], f["verdict_table"]["rows"], strict=True):
             det = m.get("detection") or {}
-            aucs = ", ".join(f"{p} {det['detectors'][p]['auc']:.2f}" + (
+            aucs = ", ".join(f"{p} {fmt(det['detectors'][p]['auc'])}" + (
                              "" if p in det.get("primary", []) else " (reported)")
                              for p in det.get("primary", []) + det.get("reported", [])
                              if det["detectors"][p].get("auc") is not None)
             rg = (m.get("recap") or {}).get("groups") or {}
             rt = (rg.get("text") or {}).get("final") or {}
             rc = (rg.get("control") or {}).get("final") or {}
-            rows.append([f["audit_id"], m["spec"], m["verdict"]["label"],
-                         f"{t.get('reproduced', '-')}/{t.get('n', '-')}",
-                         f"{c.get('reproduced', '-')}/{c.get('n', '-')}",
-                         _f(t.get("rouge_l_weighted")), _f(c.get("rouge_l_weighted")),
-                         f"{rt.get('reproduced', '-')}/{rt.get('n', '-')}",
-                         f"{_f(rt.get('rouge_l_weighted'))} / {_f(rc.get('rouge_l_weighted'))}",
-                         aucs or "-"])
+            rows.append([f["audit_id"], *row, of(rt.get("reproduced"), rt.get("n")),
+                         pair(rt.get("rouge_l_weighted"), rc.get("rouge_l_weighted")),
+                         aucs or MISSING])
     return rows
-
-
-def _f(x: Any) -> str:
-    return "-" if x is None else f"{x:.3f}"
 
 
 def write_compare(folders: list[Path], out: Path) -> tuple[list[list[str]], dict[str, Path]]:
@@ -49,7 +44,8 @@ def write_compare(folders: list[Path], out: Path) -> tuple[list[list[str]], dict
     rows = compare_rows(findings)
     fig = go.Figure()
     labels = [f"{r[0]} · {r[1]}" for r in rows[1:]]
-    for col, name in ((3, "text reproduced"), (4, "controls reproduced")):
+    for col, name in ((TEXT_REPRODUCED, "text reproduced"),
+                      (CONTROLS_REPRODUCED, "controls reproduced")):
         vals = []
         for r in rows[1:]:
             k, _, n = r[col].partition("/")

@@ -13,6 +13,7 @@ from typing import Any
 
 from recitation.errors import require
 from recitation.report.charts import CHARTS
+from recitation.report.table import MISSING, ci, fmt
 
 CHART_NOTES = {
     "chart-feedback": "Feedback-round gains (RECAP figure 6) need the RECAP feedback loop; "
@@ -41,21 +42,9 @@ def marks(text: str, spans: list[dict[str, Any]], side: str) -> list[tuple[str, 
     return out
 
 
-def _fmt(x: Any) -> str:
-    if x is None:
-        return "n/a"
-    return f"{x:.3g}" if isinstance(x, float) else str(x)
-
-
-def _ci(ci: Any) -> str:
-    if not ci or ci[0] is None:
-        return ""
-    return f"[{ci[0]:.2f}, {ci[1]:.2f}]"
-
-
 def _date(t: Any) -> str:
     if not t:
-        return "n/a"
+        return MISSING
     return dt.datetime.fromtimestamp(float(t), tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
@@ -75,6 +64,6 @@ def render_html(findings: dict[str, Any]) -> str:
     from importlib.resources import files
 
     tpl = env.from_string((files("recitation.report") / TEMPLATE).read_text("utf-8"))
-    return str(tpl.render(f=findings, charts=charts, notes=CHART_NOTES, fmt=_fmt, ci=_ci,
-                          date=_date, marks=marks, plotlyjs=offline.get_plotlyjs(),
+    return str(tpl.render(f=findings, charts=charts, notes=CHART_NOTES, fmt=fmt, ci=ci,
+                          date=_date, marks=marks, zip=zip, plotlyjs=offline.get_plotlyjs(),
                           generated=_date(dt.datetime.now(dt.UTC).timestamp())))

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def _f(x: Any) -> str:
-    if x is None:
-        return "n/a"
-    return f"{x:.3g}" if isinstance(x, float) else str(x)
+from recitation.report.table import ci
+from recitation.report.table import fmt as _f
 
 
-def _ci(ci: Any) -> str:
-    return f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci and ci[0] is not None else ""
+def _ci(interval: Any) -> str:
+    return f" {c}" if (c := ci(interval)) else ""
 
 
 def _esc(s: Any) -> str:
@@ -20,17 +17,13 @@ def _esc(s: Any) -> str:
 
 
 def _verdicts(f: dict[str, Any]) -> list[str]:
-    out = ["| model | verdict | text reproduced | controls reproduced | 40-token passages "
-           "| longest span (text / controls) | ROUGE-L (text / controls) |",
-           "|---|---|---|---|---|---|---|"]
-    for m in f["models"]:
-        ex = m.get("extraction") or {}
-        t, c = ex.get("text") or {}, ex.get("control") or {}
-        out.append(f"| {_esc(m['spec'])} | **{m['verdict']['label']}** | "
-                   f"{t.get('reproduced', '–')}/{t.get('n', '–')} | "
-                   f"{c.get('reproduced', '–')}/{c.get('n', '–')} | {t.get('passages', '–')} | "
-                   f"{t.get('longest_span', '–')} / {c.get('longest_span', '–')} | "
-                   f"{_f(t.get('rouge_l_weighted'))} / {_f(c.get('rouge_l_weighted'))} |")
+    """The verdict table (:mod:`recitation.report.table`), the verdict in bold."""
+    table = f["verdict_table"]
+    out = ["| " + " | ".join(table["columns"]) + " |", "|" + "---|" * len(table["columns"])]
+    for row in table["rows"]:
+        cells = [_esc(c) for c in row]
+        cells[1] = f"**{cells[1]}**"
+        out.append("| " + " | ".join(cells) + " |")
     return out
 
 

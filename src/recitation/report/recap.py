@@ -20,6 +20,7 @@ from typing import Any
 from recitation.metrics.weighted import strip_given_first_sentence, weighted_rouge
 from recitation.report.evidence import digest, highlight_spans, span_summary
 from recitation.report.stats import extraction_stats
+from recitation.report.table import fmt as _f
 from recitation.runs.store import RunStore
 
 CLASSES = ("first", "after", "lost")
@@ -137,9 +138,6 @@ def recap_group(run: Path, group: str, *, min_tokens: int, rounds: int,
             "final": _group_stats(ev, "rouge_l_recall", False),
             "rounds": mean, "refused": sum(e["refused"] for e in ev), "evidence": ev}
 
-
-def _f(x: Any) -> str:
-    return "n/a" if x is None else f"{x:.3g}"
 
 
 def recap_summary(groups: dict[str, Any], rounds: int) -> list[str]:

@@ -19,6 +19,7 @@ import numpy as np
 
 from recitation import methods
 from recitation.metrics.stats import clopper_pearson, roc_points
+from recitation.report.table import fmt as _f
 
 ALPHA = 0.05
 
@@ -164,6 +165,3 @@ def _verbatim(t: dict[str, Any], c: dict[str, Any]) -> tuple[bool, float | None]
                                           (p is not None and p < ALPHA))
     return hit, p
 
-
-def _f(x: Any) -> str:
-    return "n/a" if x is None else f"{x:.3g}"

@@ -15,9 +15,12 @@ def write_reports(folder: Path, *, redact: bool | None = None,
                   out_dir: Path | None = None) -> dict[str, Path]:
     """``report.html``, ``report.md``, ``report.json`` (``report-redacted.*`` when redacted)
     in ``out_dir`` (default: the audit folder)."""
-    findings = collect(folder, redact=redact)
+    return write_findings(collect(folder, redact=redact), out_dir or folder)
+
+
+def write_findings(findings: dict[str, Any], out: Path) -> dict[str, Path]:
+    """The three reports of ``findings`` (from :func:`collect`, computed once) in ``out``."""
     stem = "report-redacted" if findings["redacted"] else "report"
-    out = out_dir or folder
     out.mkdir(parents=True, exist_ok=True)
     paths = {"html": out / f"{stem}.html", "md": out / f"{stem}.md",
              "json": out / f"{stem}.json"}
@@ -28,16 +31,6 @@ def write_reports(folder: Path, *, redact: bool | None = None,
 
 
 def verdict_rows(findings: dict[str, Any]) -> list[list[str]]:
-    """The verdict table's rows for a console: model, verdict, reproduced, flagged."""
-    rows = []
-    for m in findings["models"]:
-        ex = m.get("extraction") or {}
-        t, c = ex.get("text") or {}, ex.get("control") or {}
-        det = m.get("detection") or {}
-        flags = ", ".join(f"{p} {det['detectors'][p]['flagged']}/{det['detectors'][p]['n']}"
-                          for p in det.get("primary", []))
-        rows.append([m["spec"], m["verdict"]["label"],
-                     f"{t.get('reproduced', '-')}/{t.get('n', '-')}",
-                     f"{c.get('reproduced', '-')}/{c.get('n', '-')}",
-                     str(t.get("longest_span", "-")), flags or "-"])
+    """The verdict table's rows (:mod:`recitation.report.table`), for a console."""
+    rows: list[list[str]] = findings["verdict_table"]["rows"]
     return rows

@@ -1,0 +1,66 @@
+"""The verdict table, built once: one row per model, one formatter for every number.
+
+``report.json`` (``verdict_table``), ``report.md``, ``report.html``, the console table of
+``recitation audit`` / ``demo`` / ``run`` and ``recitation compare`` all print these rows,
+so a missing value reads the same everywhere (:data:`MISSING`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+MISSING = "n/a"
+"""What every format prints for a value the audit does not have (no controls, no run)."""
+
+VERDICT_COLUMNS = ["model", "verdict", "text reproduced", "controls reproduced",
+                   "40-token passages", "longest span (text / controls)",
+                   "ROUGE-L (text / controls)", "flagged (primary detectors)"]
+
+
+def fmt(x: Any) -> str:
+    """One number: 3 significant digits for a float, as is for an int, :data:`MISSING`
+    for None."""
+    if x is None:
+        return MISSING
+    return f"{x:.3g}" if isinstance(x, float) else str(x)
+
+
+def ci(interval: Any) -> str:
+    """An interval as ``[lo, hi]`` (2 decimals), or "" when there is none."""
+    if not interval or interval[0] is None:
+        return ""
+    return f"[{interval[0]:.2f}, {interval[1]:.2f}]"
+
+
+def of(k: Any, n: Any) -> str:
+    """``k/n`` (e.g. passages reproduced of those tried), :data:`MISSING` when none was
+    tried (no run, or no controls)."""
+    return MISSING if k is None or not n else f"{k}/{n}"
+
+
+def pair(a: Any, b: Any) -> str:
+    """``a / b`` (text / controls)."""
+    return f"{fmt(a)} / {fmt(b)}"
+
+
+def flagged(det: dict[str, Any]) -> str:
+    """The primary detectors' flagged text passages, e.g. ``min_k_pp_20 3/12``."""
+    cells = [f"{p} {of(det['detectors'][p]['flagged'], det['detectors'][p]['n'])}"
+             for p in det.get("primary", [])]
+    return ", ".join(cells) or MISSING
+
+
+def verdict_row(m: dict[str, Any]) -> list[str]:
+    """One model's cells, in :data:`VERDICT_COLUMNS` order."""
+    ex = m.get("extraction") or {}
+    # a group with no passage has no longest span or ROUGE-L either (not 0)
+    t, c = ({} if not (g := ex.get(k) or {}).get("n") else g for k in ("text", "control"))
+    return [m["spec"], m["verdict"]["label"], of(t.get("reproduced"), t.get("n")),
+            of(c.get("reproduced"), c.get("n")), fmt(t.get("passages")),
+            pair(t.get("longest_span"), c.get("longest_span")),
+            pair(t.get("rouge_l_weighted"), c.get("rouge_l_weighted")),
+            flagged(m.get("detection") or {})]
+
+
+def verdict_table(models: list[dict[str, Any]]) -> dict[str, Any]:
+    """``{"columns": [...], "rows": [[...], ...]}`` for the findings' models."""
+    return {"columns": list(VERDICT_COLUMNS), "rows": [verdict_row(m) for m in models]}
