@@ -140,7 +140,9 @@ def test_a_corpus_index_adds_tracing(tmp_path: Path) -> None:
     execute_audit(folder, say=lambda _: None)
     assert main(["report", str(folder)]) == 0
     f = json.loads((folder / "report.json").read_text(encoding="utf-8"))
-    groups = f["models"][0]["tracing"]["report"]["groups"]
+    groups = f["sections"]["tracing"]["scripted:echo"]["groups"]  # report/tracing.py
     assert groups["text"]["generations_with_spans"] == 3
     assert groups["control"]["generations_with_spans"] == 0
-    assert "Tracing into the corpus" in (folder / "report.html").read_text(encoding="utf-8")
+    html = (folder / "report.html").read_text(encoding="utf-8")
+    assert '<section id="tracing"><h2>Tracing into the corpus</h2>' in html
+    assert "| text | 3 / " in (folder / "report.md").read_text(encoding="utf-8")

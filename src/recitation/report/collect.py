@@ -16,6 +16,7 @@ from recitation.errors import StoreError
 from recitation.metrics.weighted import weighted_rouge
 from recitation.report.evidence import evidence_item
 from recitation.report.recap import recap_group, recap_summary
+from recitation.report.sections import collect_sections
 from recitation.report.stats import detection, extraction_stats, verdict
 from recitation.report.table import verdict_table
 from recitation.runs.audits import RECAP_RUNS, load_manifest
@@ -126,9 +127,9 @@ def _model(folder: Path, entry: dict[str, Any], manifest: dict[str, Any]) -> dic
         out["costs"].append(dx.pop("cost"))
         out["provenance"]["detect"] = dx.pop("provenance")
         out["detection"] = dx
-    if run := _run(folder, entry["runs"].get("trace")):
-        out["tracing"] = _trace(run)
-        out["costs"].append(out["tracing"]["cost"])
+    if run := _run(folder, entry["runs"].get("trace")):  # its section: report/tracing.py
+        with RunStore(run) as store:
+            out["costs"].append(_costs(store, "simpletrace"))
     out["verdict"] = verdict(out, manifest["controls"])
     return out
 
@@ -155,13 +156,6 @@ def _recap(folder: Path, entry: dict[str, Any], settings: dict[str, Any],
             "summary": recap_summary(groups, rounds)}
 
 
-def _trace(run: Path) -> dict[str, Any]:
-    with RunStore(run) as store:
-        report = store.get_meta("trace_report") or {}
-        cost = _costs(store, "simpletrace")
-    return {"report": report, "cost": cost}
-
-
 def collect(folder: Path, *, redact: bool | None = None) -> dict[str, Any]:
     """Every finding of the audit in ``folder`` (``redact``: override the audit's
     setting)."""
@@ -174,4 +168,5 @@ def collect(folder: Path, *, redact: bool | None = None) -> dict[str, Any]:
             "controls": manifest["controls"], "settings": manifest["settings"],
             "inputs": manifest["inputs"], "input_hashes": manifest["input_hashes"],
             "models": models, "verdict_table": verdict_table(models),
+            "sections": collect_sections(folder, manifest),
             "does_not_mean": DOES_NOT_MEAN}

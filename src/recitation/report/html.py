@@ -13,6 +13,7 @@ from typing import Any
 
 from recitation.errors import require
 from recitation.report.charts import CHARTS
+from recitation.report.sections import html_sections
 from recitation.report.table import MISSING, ci, fmt
 
 CHART_NOTES = {
@@ -65,5 +66,6 @@ def render_html(findings: dict[str, Any]) -> str:
 
     tpl = env.from_string((files("recitation.report") / TEMPLATE).read_text("utf-8"))
     return str(tpl.render(f=findings, charts=charts, notes=CHART_NOTES, fmt=fmt, ci=ci,
-                          date=_date, marks=marks, zip=zip, plotlyjs=offline.get_plotlyjs(),
+                          date=_date, marks=marks, zip=zip, sections=html_sections(findings),
+                          plotlyjs=offline.get_plotlyjs(),
                           generated=_date(dt.datetime.now(dt.UTC).timestamp())))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from recitation.report.sections import markdown_sections
 from recitation.report.table import ci
 from recitation.report.table import fmt as _f
 
@@ -44,10 +45,6 @@ def _model(m: dict[str, Any]) -> list[str]:
             out.append(f"| {name} | {role} | "
                        f"{d['flagged']}/{d['n']}{_ci(d['flagged_ci'])} | {_esc(bound)} | "
                        f"{_f(d['p_value'])} | {_f(d['auc'])}{_ci(d['auc_ci'])} |")
-    for g, r in ((m.get("tracing") or {}).get("report") or {}).get("groups", {}).items():
-        out.append(f"- tracing ({g}): {r['generations_with_spans']}/{r['total_generations']} "
-                   f"generations with corpus spans, full match {_f(r['full_match_ratio'])}, "
-                   f"mean NV recall {_f(r['avg_nv_recall'])}, {r['unique_total_docs']} documents")
     out += [f"- detect run: {_esc(w)}" for w in (det or {}).get("warnings", [])]
     costs = ", ".join(f"{c['method']} {c['calls']} calls {c['seconds']:.1f} s "
                       f"${c['cost_usd']:.4f}" for c in m.get("costs", []))
@@ -61,6 +58,7 @@ def render_markdown(f: dict[str, Any]) -> str:
              "## Verdict", ""] + _verdicts(f) + [""]
     for m in f["models"]:
         lines += _model(m)
+    lines += markdown_sections(f)  # the registered sections (report/sections.py)
     lines += ["## Controls", "", f"{f['controls']['reason']} ({f['controls']['n']} passages)",
               "", "## What the verdict does not mean", ""]
     lines += [f"- {s}" for s in f["does_not_mean"]]

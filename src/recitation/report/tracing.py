@@ -1,0 +1,65 @@
+"""The report section of SimpleTrace (PROPME): for each model whose audit traced its
+prefix-probing continuations into a corpus index, per group, how many continuations hold
+verbatim corpus spans, the longest span, full matches, NV recall and the documents found."""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from recitation.report.sections import Section
+from recitation.report.table import fmt
+from recitation.runs.store import RunStore
+
+NOTE = ("SimpleTrace (PROPME) of the prefix-probing continuations: verbatim spans found in "
+        "the corpus index, and the documents they come from.")
+
+
+def collect(folder: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """``{model spec: the trace run's report}`` for the models the audit traced."""
+    out = {}
+    for entry in manifest["models"]:
+        run = folder / "runs" / str(entry["runs"].get("trace"))
+        if entry["runs"].get("trace") and (run / "run.sqlite").exists():
+            with RunStore(run) as store:
+                out[entry["spec"]] = store.get_meta("trace_report") or {}
+    return out or None
+
+
+def _row(g: str, r: dict[str, Any]) -> list[str]:
+    return [g, f"{r['generations_with_spans']} / {r['total_generations']}",
+            fmt(r.get("average_longest_span_length")), fmt(r.get("full_match_ratio")),
+            f"{fmt(r.get('avg_nv_recall'))} / {fmt(r.get('max_nv_recall'))}",
+            str(r.get("unique_total_docs"))]
+
+
+def _head(report: dict[str, Any]) -> list[str]:
+    unit = next((r.get("unit") for r in report.get("groups", {}).values()), "tokens")
+    return ["group", "generations with spans", f"average longest span ({unit})",
+            "full match", "NV recall (mean / max)", "corpus documents"]
+
+
+def markdown(data: dict[str, Any]) -> list[str]:
+    lines = [NOTE, ""]
+    for spec, report in data.items():
+        head = _head(report)
+        lines += [f"### {spec}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(_row(g, r)) + " |"
+                  for g, r in report.get("groups", {}).items()] + [""]
+    return lines
+
+
+def html(data: dict[str, Any]) -> str:
+    parts = [f'<p class="note">{escape(NOTE)}</p>']
+    for spec, report in data.items():
+        cells = "".join(f"<th>{escape(h)}</th>" for h in _head(report))
+        rows = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in _row(g, r)) + "</tr>"
+                       for g, r in report.get("groups", {}).items())
+        parts.append(f"<h3>Tracing into the corpus: {escape(spec)}</h3>"
+                     f'<table class="tracing"><tr>{cells}</tr>{rows}</table>')
+    return "".join(parts)
+
+
+SECTION = Section(name="tracing", title="Tracing into the corpus", collect=collect,
+                  markdown=markdown, html=html)
