@@ -187,3 +187,41 @@ def test_cli_passes_the_new_detectors_and_options() -> None:
             p["min_k_ngram"]) == (["recall", "dcpdd"], 1, "c.txt", 0.5, 4)
     default = build_config(build_parser().parse_args(["detect"])).params
     assert default["detectors"] == ["pearl", "whitebox"] and default["min_k_ngram"] == 1
+
+
+def test_dcpdd_reference_counted_once_per_tokenizer_and_corpus(tmp_path: Path) -> None:
+    """Within a process the reference corpus is counted once per (corpus, tokenizer): a
+    second detect job of a model that tokenizes alike (a fine-tune) reuses the counts; a
+    tokenizer with another fingerprint, or an edited corpus file, is counted again; the
+    cached counts are those of a fresh count."""
+    from recitation.detect import dcpdd
+
+    class Tok:
+        vocab_size = 100
+
+        def __init__(self, fp: str) -> None:
+            self.fp, self.calls = fp, 0
+
+        def tokens(self, text: str) -> list[str]:
+            self.calls += 1
+            return text.split()
+
+        def fingerprint(self) -> str:
+            return self.fp
+
+    corpus = tmp_path / "ref.txt"
+    corpus.write_text("a b a\n\nc a", encoding="utf-8")
+    first, same, other = Tok("x"), Tok("x"), Tok("y")
+    counted = dcpdd.reference_counts(str(corpus), first)
+    assert first.calls == 2 and dcpdd.reference_counts(str(corpus), same) is counted
+    assert same.calls == 0  # reused
+    assert counted.frequency("a") == count_tokens(["a b a", "c a"], str.split,
+                                                  100).frequency("a")  # the same counts
+    dcpdd.reference_counts(str(corpus), other)
+    assert other.calls == 2  # another tokenizer: counted again
+    import os
+
+    corpus.write_text("a b a\n\nc a\n\nd", encoding="utf-8")
+    os.utime(corpus, ns=(1, 10**18))  # a new size and time: counted again
+    again = Tok("x")
+    assert dcpdd.reference_counts(str(corpus), again) is not counted and again.calls == 3

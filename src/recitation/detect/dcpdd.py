@@ -115,6 +115,30 @@ def corpus_documents(spec: str) -> Iterator[str]:
     return _file_docs(Path(spec).expanduser())
 
 
+_COUNTED: dict[tuple[str, str], TokenFrequencies] = {}
+"""Reference counts already made in this process, by (corpus, tokenizer fingerprint)."""
+
+
+def reference_counts(spec: str, tok: Any) -> TokenFrequencies:
+    """The reference corpus counted with ``tok``; counted once per process for a tokenizer
+    that has a fingerprint (an audit of a base model and its fine-tune, or of one model's
+    several checkpoints, counts the KJV once). A corpus file is keyed by its path, size and
+    modification time, so an edited file is counted again."""
+    key_of = getattr(tok, "fingerprint", None)
+    if key_of is None:
+        return count_tokens(corpus_documents(spec), tok.tokens, tok.vocab_size, spec)
+    where, path = spec, Path(spec).expanduser()
+    if spec != DEFAULT_CORPUS:
+        if not path.is_file():  # the counting names the problem
+            return count_tokens(corpus_documents(spec), tok.tokens, tok.vocab_size, spec)
+        st = path.stat()
+        where = f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+    key = (where, key_of())
+    if key not in _COUNTED:
+        _COUNTED[key] = count_tokens(corpus_documents(spec), tok.tokens, tok.vocab_size, spec)
+    return _COUNTED[key]
+
+
 class DcpddDetector:
     """The ``dcpdd`` family (a plug-in of the detect job, :mod:`recitation.detect.scoring`):
     no call of its own; the reference corpus is counted with the target's tokenizer once per
@@ -131,9 +155,7 @@ class DcpddDetector:
             if tok is None:
                 raise ConfigError(f"dcpdd: backend '{model.backend}' exposes no tokenizer "
                                   "to count the reference corpus with")
-            spec: str = ctx.params.dcpdd_corpus
-            self._freqs = count_tokens(corpus_documents(spec), tok.tokens, tok.vocab_size,
-                                       spec)
+            self._freqs = reference_counts(ctx.params.dcpdd_corpus, tok)
         return self._freqs
 
     def companion_texts(self, ctx: ScoringContext, samples: Sequence[Sample]) -> list[str]:

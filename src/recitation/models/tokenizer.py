@@ -46,5 +46,16 @@ class HFTokenizer:
     def tokens(self, text: str) -> list[str]:
         return list(self._tok.convert_ids_to_tokens(self.encode(text)))
 
+    def fingerprint(self) -> str:
+        """SHA-256 of the tokenizer's full definition (vocabulary, merges, normalizer): two
+        models that tokenize alike (a base model and its fine-tunes) share it."""
+        import hashlib
+        import json
+
+        backend = getattr(self._tok, "backend_tokenizer", None)
+        spec = backend.to_str() if backend is not None else json.dumps(
+            sorted(self._tok.get_vocab().items()))
+        return hashlib.sha256(spec.encode("utf-8")).hexdigest()
+
 
 __all__ = ["HFTokenizer", "Tokenizer"]
