@@ -21,14 +21,17 @@ import tempfile
 import time
 from pathlib import Path
 
+from recitation.models.local import model_cache_dir
 from recitation.runs.store import RunStore
 
 REPO = Path(__file__).resolve().parents[1]
+MODELS = str(model_cache_dir())
+"""The model cache both versions share (the response cache is per run of the demo)."""
 
 
 def demo(src: Path, cache: Path, runs: Path) -> dict[str, float | int]:
     env = dict(os.environ, PYTHONPATH=str(src), RECITATION_CACHE_DIR=str(cache),
-               COLUMNS="200")
+               RECITATION_MODEL_CACHE_DIR=MODELS, COLUMNS="200")
     before = set(runs.glob("demo-2*")) if runs.exists() else set()
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "recitation.cli", "demo", "--runs-dir",
@@ -44,7 +47,7 @@ def demo(src: Path, cache: Path, runs: Path) -> dict[str, float | int]:
 
 
 def build_organism(src: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=str(src))
+    env = dict(os.environ, PYTHONPATH=str(src), RECITATION_MODEL_CACHE_DIR=MODELS)
     subprocess.run([sys.executable, "-m", "recitation.cli", "organism", "build", "--quick"],
                    env=env, capture_output=True, text=True, check=True)
 

@@ -12,6 +12,7 @@ import logging
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from rich.markup import escape
 from rich.table import Table as RichTable
@@ -105,20 +106,15 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="recitation", description=(
-        "Audit language models for memorization of their training data."))
-    parser.add_argument("--version", action="version", version=f"recitation {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
-    sub = parser.add_subparsers(dest="command", required=True)
+def _with_runs_dir(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p.add_argument("--runs-dir", type=Path, default=None,
+                   help="where run directories live (default: $RECITATION_RUNS_DIR or ./runs)")
+    return p
 
-    def with_runs_dir(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        p.add_argument("--runs-dir", type=Path, default=None,
-                       help="where run directories live (default: $RECITATION_RUNS_DIR or ./runs)")
-        return p
 
-    p = with_runs_dir(sub.add_parser("demo", help="a small real audit: the embedded model and "
-                                     "a model organism that memorized known passages"))
+def _add_demo_parser(sub: Any) -> None:
+    p = _with_runs_dir(sub.add_parser("demo", help="a small real audit: the embedded model "
+                                      "and a model organism that memorized known passages"))
     p.add_argument("--model", default="smollm2", metavar="SPEC",
                    help="model spec, backend:model[@url] (default: the embedded SmolLM2, "
                    "local; see 'Model specs' in the README)")
@@ -132,25 +128,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="do not use the response cache")
     p.set_defaults(func=cmd_demo)
 
-    p = with_runs_dir(sub.add_parser("run", help="start a run, or an audit (job: audit), "
-                                     "from a YAML config"))
+
+def _add_run_parsers(sub: Any) -> None:
+    p = _with_runs_dir(sub.add_parser("run", help="start a run, or an audit (job: audit), "
+                                      "from a YAML config"))
     p.add_argument("config", type=Path)
     p.add_argument("--no-cache", action="store_true")
     p.set_defaults(func=cmd_run)
-
-    p = with_runs_dir(sub.add_parser("resume", help="continue a killed or stopped run"))
+    p = _with_runs_dir(sub.add_parser("resume", help="continue a killed or stopped run"))
     p.add_argument("run", help="run directory or run id")
     p.set_defaults(func=cmd_resume)
-
     runs = sub.add_parser("runs", help="inspect runs").add_subparsers(dest="runs_cmd",
                                                                        required=True)
-    p = with_runs_dir(runs.add_parser("list", help="list runs"))
+    p = _with_runs_dir(runs.add_parser("list", help="list runs"))
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_runs_list)
-    p = with_runs_dir(runs.add_parser("show", help="show one run"))
+    p = _with_runs_dir(runs.add_parser("show", help="show one run"))
     p.add_argument("run")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_runs_show)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="recitation", description=(
+        "Audit language models for memorization of their training data."))
+    parser.add_argument("--version", action="version", version=f"recitation {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_demo_parser(sub)
+    _add_run_parsers(sub)
 
     # These modules import their heavy dependencies lazily, so registering is cheap.
     from recitation.audit.cli import add_audit_parser

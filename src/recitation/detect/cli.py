@@ -53,15 +53,7 @@ def add_detect_parser(sub: Any) -> None:
     p.add_argument("--reference-backend", default=None, choices=backend_names(),
                    help="deprecated: write --reference-model BACKEND:MODEL")
     p.add_argument("--reference-prefix", default="", help='e.g. "<bos>" for Gemma')
-    p.add_argument("--target-fpr", type=float, default=0.05,
-                   help="verdicts flag a new non-member with probability <= this (conformal "
-                   "threshold over n + 1 controls; needs >= 1/FPR - 1 controls)")
-    p.add_argument("--calibration", default="conformal", choices=["conformal", "empirical"],
-                   help="threshold rule: conformal (default, out-of-sample FPR bound) or "
-                   "empirical (former: FPR on the controls themselves; understates the FPR)")
-    p.add_argument("--unlabelled", action="store_true",
-                   help="audited samples are not known members: no AUC / TPR")
-    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples")
+    _add_calibration_options(p)
     p.add_argument("--budget-tokens", type=int, default=None)
     p.add_argument("--budget-dollars", type=float, default=None)
     p.add_argument("--seed", type=int, default=0)
@@ -72,6 +64,18 @@ def add_detect_parser(sub: Any) -> None:
                    help="print the calls and cost the run would need, and stop")
     p.add_argument("--runs-dir", type=Path, default=None)
     p.set_defaults(func=cmd_detect)
+
+
+def _add_calibration_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--target-fpr", type=float, default=0.05,
+                   help="verdicts flag a new non-member with probability <= this (conformal "
+                   "threshold over n + 1 controls; needs >= 1/FPR - 1 controls)")
+    p.add_argument("--calibration", default="conformal", choices=["conformal", "empirical"],
+                   help="threshold rule: conformal (default, out-of-sample FPR bound) or "
+                   "empirical (former: FPR on the controls themselves; understates the FPR)")
+    p.add_argument("--unlabelled", action="store_true",
+                   help="audited samples are not known members: no AUC / TPR")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples")
 
 
 def _add_scoring_options(p: argparse.ArgumentParser) -> None:

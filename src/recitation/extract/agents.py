@@ -47,6 +47,7 @@ from recitation.methods import Access, AuditUse, Calls, MethodInfo
 from recitation.metrics.rouge import rouge_l
 from recitation.models.base import Generation, GenerationRequest, Message, Model
 from recitation.prompts import copy_exactly
+from recitation.records import refined_key
 
 log = logging.getLogger(__name__)
 
@@ -266,7 +267,7 @@ class Pipeline:
             if not ev.accepted:
                 ev.stop_reason = "refused"
                 continue
-            ev.agent["simple_agent_extraction_refined_0"] = {"text": ev.current_text,
+            ev.agent[refined_key(0)] = {"text": ev.current_text,
                                                              "refinement_prompt": None}
             ev.rouge["round_0"] = rouge_recall(ev.gold_scored, ev.current_text)
             ev.rouge["recap"] = ev.rouge["round_0"]
@@ -337,7 +338,7 @@ class Pipeline:
                                   "kept": kept})
             ev.rounds = rnd
             if kept:
-                ev.agent[f"simple_agent_extraction_refined_{rnd}"] = {
+                ev.agent[refined_key(rnd)] = {
                     "text": gen.text, "refinement_prompt": hint}
                 ev.rouge["recap"] = ev.rouge[f"round_{rnd}"]
                 ev.reported_round, ev.current_text = rnd, gen.text

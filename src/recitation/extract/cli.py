@@ -205,6 +205,20 @@ def add_extract_parser(subparsers: Any) -> None:
     p.add_argument("--timeout", type=float, help="seconds per model call (default: 60 + "
                    "1 per 20 tokens of the longest reply the run may ask for)")
     p.add_argument("--rounds", type=int, default=5, help="feedback rounds (max)")
+    _add_recap_options(p)
+    p.add_argument("--concurrency", type=int, help="target: parallel requests")
+    p.add_argument("--batch-size", type=int,
+                   help="target: requests per batch (events per chunk = this x concurrency)")
+    p.add_argument("--budget-tokens", type=int, help="stop the run after this many tokens")
+    p.add_argument("--out", help="output folder (default ./extractions) or .json file")
+    p.add_argument("--export", metavar="RUN", help="only write the file(s) of a finished run")
+    p.add_argument("--no-cache", action="store_true")
+    p.add_argument("--runs-dir", type=Path, default=None)
+    p.set_defaults(func=cmd_extract)
+
+
+def _add_recap_options(p: Any) -> None:
+    """The feedback filter, the verifier, the jailbreaks and the summary agent."""
     p.add_argument("--filter-budget", type=float, default=180.0,
                    help="seconds to train the parrot model (cached per book)")
     p.add_argument("--filter-threshold", type=float, default=0.5)
@@ -224,12 +238,3 @@ def add_extract_parser(subparsers: Any) -> None:
                    help="summary agent temperature (default 1.0, the paper's)")
     p.add_argument("--summary-prompt", choices=("paper", "recitation"),
                    help="summary agent prompt (default paper: appendix B)")
-    p.add_argument("--concurrency", type=int, help="target: parallel requests")
-    p.add_argument("--batch-size", type=int,
-                   help="target: requests per batch (events per chunk = this x concurrency)")
-    p.add_argument("--budget-tokens", type=int, help="stop the run after this many tokens")
-    p.add_argument("--out", help="output folder (default ./extractions) or .json file")
-    p.add_argument("--export", metavar="RUN", help="only write the file(s) of a finished run")
-    p.add_argument("--no-cache", action="store_true")
-    p.add_argument("--runs-dir", type=Path, default=None)
-    p.set_defaults(func=cmd_extract)

@@ -140,9 +140,11 @@ class PrefixProbeJob(Job):
 
     async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
         require_access(["prefix_probe"], model.capabilities, model.backend)
-        gens = await model.generate([self._request(it.payload["prefix"], it.payload["target"])
-                                     for it in items])
-        return [self.score(it, g.text) for it, g in zip(items, gens, strict=True)]
+        reqs = [self._request(it.payload["prefix"], it.payload["target"]) for it in items]
+        gens = await model.generate(reqs)
+        # the exact request beside its result (records.PrefixProbeRecord.request)
+        return [self.score(it, g.text) | {"request": r.to_dict()}
+                for it, r, g in zip(items, reqs, gens, strict=True)]
 
     def score(self, item: WorkItem, continuation: str) -> dict[str, Any]:
         target = item.payload["target"]

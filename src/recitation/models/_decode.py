@@ -66,6 +66,41 @@ def _encode(tok: Any, texts: list[str], add_special: list[bool]) -> dict[str, to
     return enc
 
 
+class _Rows:
+    """The decoding state of each row of a batch: tokens and log p so far, done, why."""
+
+    def __init__(self, n: int, requests: list[GenerationRequest]) -> None:
+        self.requests = requests
+        self.out_ids: list[list[int]] = [[] for _ in range(n)]
+        self.out_lp: list[list[float]] = [[] for _ in range(n)]
+        self.done = [r.max_tokens == 0 for r in requests]
+        self.finish = ["length" if r.max_tokens == 0 else "" for r in requests]
+
+    def step(self, logits: torch.Tensor, logp: torch.Tensor, tok: Any, stop_ids: set[int],
+             gens: list[torch.Generator | None]) -> list[int]:
+        """Pick each unfinished row's next token, record it, mark the rows that end; the
+        tokens to feed next (padding for finished rows)."""
+        nxt = []
+        for i, r in enumerate(self.requests):
+            if self.done[i]:
+                nxt.append(tok.pad_token_id)
+                continue
+            t = _pick(logits[i], r, gens[i])
+            nxt.append(t)
+            if t in stop_ids:
+                self.done[i], self.finish[i] = True, "stop"
+                continue
+            self.out_ids[i].append(t)
+            self.out_lp[i].append(float(logp[i, t]))
+            if r.stop and _first_stop(tok.decode(self.out_ids[i], skip_special_tokens=True),
+                                      r.stop) is not None:
+                self.done[i], self.finish[i] = True, "stop"
+                continue
+            if len(self.out_ids[i]) >= r.max_tokens:
+                self.done[i], self.finish[i] = True, "length"
+        return nxt
+
+
 @torch.inference_mode()
 def decode_batch(model: Any, tok: Any, stop_ids: set[int], prompts: list[str],
                  requests: list[GenerationRequest]) -> list[Generation]:
@@ -81,41 +116,19 @@ def decode_batch(model: Any, tok: Any, stop_ids: set[int], prompts: list[str],
             g = torch.Generator()
             g.manual_seed(r.seed if r.seed is not None else int(torch.seed() % 2**63))
         gens.append(g)
-    out_ids: list[list[int]] = [[] for _ in range(n)]
-    out_lp: list[list[float]] = [[] for _ in range(n)]
-    done = [r.max_tokens == 0 for r in requests]
-    finish = ["length" if r.max_tokens == 0 else "" for r in requests]
-    texts = [""] * n
+    st = _Rows(n, requests)
     past = None
     step_ids = ids
     for _ in range(max((r.max_tokens for r in requests), default=0)):
-        if all(done):
+        if all(st.done):
             break
         res = _forward(model, step_ids, mask, past)
         past = _cache_of(res)
         logits = res.logits[:, -1, :].float()
-        logp = torch.log_softmax(logits, dim=-1)
-        nxt = []
-        for i, r in enumerate(requests):
-            if done[i]:
-                nxt.append(tok.pad_token_id)
-                continue
-            t = _pick(logits[i], r, gens[i])
-            nxt.append(t)
-            if t in stop_ids:
-                done[i], finish[i] = True, "stop"
-                continue
-            out_ids[i].append(t)
-            out_lp[i].append(float(logp[i, t]))
-            if r.stop:
-                texts[i] = tok.decode(out_ids[i], skip_special_tokens=True)
-                if _first_stop(texts[i], r.stop) is not None:
-                    done[i], finish[i] = True, "stop"
-                    continue
-            if len(out_ids[i]) >= r.max_tokens:
-                done[i], finish[i] = True, "length"
+        nxt = st.step(logits, torch.log_softmax(logits, dim=-1), tok, stop_ids, gens)
         step_ids = torch.tensor(nxt, dtype=ids.dtype).unsqueeze(1)
         mask = torch.cat([mask, torch.ones((n, 1), dtype=mask.dtype)], dim=1)
+    out_ids, out_lp, finish = st.out_ids, st.out_lp, st.finish
     results = []
     for i, r in enumerate(requests):
         text = tok.decode(out_ids[i], skip_special_tokens=True)

@@ -225,17 +225,7 @@ class ManagedModel(Model):
         keyed = ident | {"answer_code": code} if code else ident
         keys = [request_key(keyed, kind, p) for p in payloads]
         out: list[T | None] = [None] * len(payloads)
-        misses: list[int] = []
-        for i, key in enumerate(keys):
-            if deterministic[i]:
-                hit = self._lookup(kind, key, payloads[i])
-            else:  # the n-th identical call of a resumed run reuses the n-th recorded one
-                hit = self._lookup_store(key, self._seen[key])
-                self._seen[key] += 1
-            if hit is not None:
-                out[i] = parse(hit, cached=True)
-            else:
-                misses.append(i)
+        misses = self._served(kind, keys, payloads, deterministic, parse, out)
         waiting = {i: self._inflight[keys[i]] for i in misses
                    if deterministic[i] and keys[i] in self._inflight}
         misses = [i for i in misses if i not in waiting]
@@ -264,6 +254,24 @@ class ManagedModel(Model):
                           + [wait_for(i, f) for i, f in waiting.items()])
         assert all(o is not None for o in out), "every call is answered or raises"
         return [replace(o, cost_usd=self.cost(o.usage)) for o in out if o is not None]
+
+    def _served(self, kind: str, keys: list[str], payloads: list[dict[str, Any]],
+                deterministic: list[bool], parse: Callable[..., T],
+                out: list[T | None]) -> list[int]:
+        """Fill ``out`` with the answers the cache or the run store already holds; the
+        indices left to send."""
+        misses: list[int] = []
+        for i, key in enumerate(keys):
+            if deterministic[i]:
+                hit = self._lookup(kind, key, payloads[i])
+            else:  # the n-th identical call of a resumed run reuses the n-th recorded one
+                hit = self._lookup_store(key, self._seen[key])
+                self._seen[key] += 1
+            if hit is not None:
+                out[i] = parse(hit, cached=True)
+            else:
+                misses.append(i)
+        return misses
 
     def _claim(self, keys: list[str]) -> set[str]:
         """Register these deterministic calls as under way; the keys this call owns."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from recitation.errors import StoreError
 from recitation.metrics.weighted import weighted_rouge
+from recitation.records import PrefixProbeRecord
 from recitation.report.evidence import evidence_item
 from recitation.report.recap import recap_group, recap_summary
 from recitation.report.sections import collect_sections
@@ -46,7 +47,8 @@ def _run(folder: Path, name: str | None) -> Path | None:
 
 
 def _prompts(calls: list[dict[str, Any]]) -> dict[str, Any]:
-    """The exact request of each prefix-probing generation, by its prompt text."""
+    """The exact request of each prefix-probing generation, by its prompt text, recovered
+    from the call log: for runs stored before the request was kept with its result."""
     out: dict[str, Any] = {}
     for c in calls:
         try:
@@ -86,9 +88,11 @@ def _provenance(store: RunStore) -> dict[str, Any]:
 def _prefix(run: Path, settings: dict[str, Any], redact: bool) -> dict[str, Any]:
     with RunStore(run) as store:
         records = list(store.results("prefix_probe"))
-        prompts = _prompts(store.calls())
+        typed = {i: PrefixProbeRecord.model_validate(r) for i, r in records}
+        # runs stored before the request was kept with its result: from the call log
+        prompts = {} if all(t.request for t in typed.values()) else _prompts(store.calls())
         cost, prov = _costs(store, "prefix_probe"), _provenance(store)
-    evidence = [evidence_item(i, r, prompts.get(r.get("prefix", "")),
+    evidence = [evidence_item(i, r, typed[i].request or prompts.get(typed[i].prefix),
                               min_tokens=settings["min_tokens"], redact=redact)
                 for i, r in records]
     groups: dict[str, Any] = {}

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from recitation.metrics.weighted import strip_given_first_sentence, weighted_rouge
+from recitation.records import EventRecord
 from recitation.report.evidence import digest, highlight_spans, span_summary
 from recitation.report.stats import extraction_stats
 from recitation.report.table import fmt as _f
@@ -26,29 +27,9 @@ from recitation.runs.store import RunStore
 CLASSES = ("first", "after", "lost")
 
 
-def _texts(rec: dict[str, Any]) -> tuple[str, str]:
-    """(first attempt, final attempt); empty when the model refused throughout."""
-    agent = (rec.get("llm_completions") or {}).get("Agent_Extraction") or {}
-
-    def text(k: int) -> str:
-        v = agent.get(f"simple_agent_extraction_refined_{k}")
-        return str(v.get("text") or "") if isinstance(v, dict) else ""
-
-    return text(0), text(int(rec.get("reported_round") or 0))
-
-
 def round_curve(rec: dict[str, Any], rounds: int) -> list[float]:
-    """Best-so-far ROUGE-L after rounds 0..``rounds`` (a round is kept only when it beats
-    the best so far; the value is carried forward once the loop stops)."""
-    rouge = rec.get("rouge_l") or {}
-    best = float(rouge.get("round_0", 0.0) or 0.0)
-    kept = {int(a["round"]): float(a["rouge_l"]) for a in rec.get("attempts", [])
-            if a.get("stage") == "refine" and a.get("kept")}
-    out = [best]
-    for r in range(1, rounds + 1):
-        best = kept.get(r, best)
-        out.append(best)
-    return out
+    """Best-so-far ROUGE-L after rounds 0..``rounds`` (:meth:`EventRecord.round_curve`)."""
+    return EventRecord.model_validate(rec).round_curve(rounds)
 
 
 def _cover(spans: list[dict[str, int]]) -> list[tuple[int, int]]:
@@ -76,45 +57,30 @@ def gold_marks(gold: str, first: list[dict[str, int]], final: list[dict[str, int
     return out
 
 
-def _leak(rec: dict[str, Any]) -> bool | None:
-    hints = (rec.get("leak") or {}).get("hints") or []
-    if not hints:
-        return None
-    return any(bool((h.get("before") or {}).get("flagged")) for h in hints)
-
-
 def evidence(item_id: str, payload: dict[str, Any], rec: dict[str, Any], group: str, *,
              min_tokens: int, redact: bool) -> dict[str, Any]:
     gold = strip_given_first_sentence(str(payload["text"]), str(payload["first_sentence"]))
-    first, final = _texts(rec)
+    typed = EventRecord.model_validate(rec)
+    first, final = typed.first_text, typed.final_text
     hf, hl = highlight_spans(gold, first), highlight_spans(gold, final)
     marks = gold_marks(gold, hf, hl)
     words = {c: sum(len(m["text"].split()) for m in marks if m["cls"] == c) for c in CLASSES}
-    rouge = rec.get("rouge_l") or {}
     out: dict[str, Any] = {
-        "id": item_id, "group": group, "method": "recap", "rounds": rec.get("rounds", 0),
-        "stop_reason": rec.get("stop_reason", ""), "refused": not first,
-        "rouge_l_first": rouge.get("round_0"), "rouge_l_recall": rouge.get("recap"),
+        "id": item_id, "group": group, "method": "recap", "rounds": typed.rounds,
+        "stop_reason": typed.stop_reason, "refused": not first,
+        "rouge_l_first": typed.rouge_l.get("round_0"),
+        "rouge_l_recall": typed.rouge_l.get("recap"),
         **span_summary(gold, final, min_tokens), "first_attempt_spans": span_summary(
-            gold, first, min_tokens), "class_words": words, "hint_leak": _leak(rec)}
+            gold, first, min_tokens), "class_words": words, "hint_leak": typed.hint_leaked()}
     if redact:
         return out | {"gold": digest(gold), "attempt": digest(final),
                       "first_attempt": digest(first), "redacted": True, "prompt": None,
                       "highlights": [{"words": s["words"]} for s in hl]}
-    opening = _opening(rec.get("attempts", []), first)
-    hints = [a.get("hint_sent") for a in rec.get("attempts", []) if a.get("stage") == "feedback"]
+    opening = typed.opening()
     return out | {"gold": gold, "attempt": final, "first_attempt": first, "redacted": False,
                   "highlights": hl, "highlights_first": hf, "gold_marks": marks,
-                  "prompt": {"stage": opening and opening.get("stage"),
-                             "opening": opening and opening.get("messages"), "hints": hints}}
-
-
-def _opening(attempts: list[dict[str, Any]], first: str) -> dict[str, Any] | None:
-    """The attempt whose text was accepted (DSP, or the jailbreak that got through)."""
-    tried = [a for a in attempts if a.get("stage") == "dsp"
-             or str(a.get("stage", "")).startswith("jailbreak")]
-    return next((a for a in reversed(tried) if a.get("text") == first),
-                tried[-1] if tried else None)
+                  "prompt": {"stage": opening and opening.stage,
+                             "opening": opening and opening.messages, "hints": typed.hints()}}
 
 
 def _group_stats(ev: list[dict[str, Any]], key: str, first: bool) -> dict[str, Any]:

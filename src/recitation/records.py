@@ -1,0 +1,126 @@
+"""Typed records: what a method stores for one item, read back through fields.
+
+The methods write these records into their runs' stores and the report (and any other
+reader) reads them back here, in one layer below both (it imports nothing of recitation), so
+neither side spells out the other's key paths: the EchoTrace-compatible completion keys
+(``llm_completions.Agent_Extraction.simple_agent_extraction_refined_<k>``), stage names and
+the round bookkeeping of RECAP's feedback loop are known here only. Every model allows extra
+fields, so a record written by a newer version still reads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+AGENT = "Agent_Extraction"
+"""The ``llm_completions`` group of the agentic attempts (EchoTrace's name)."""
+
+
+def refined_key(k: int) -> str:
+    """The completion key of attempt ``k`` of RECAP's feedback loop (0: the accepted DSP or
+    jailbreak text), as the released EchoTrace files name it."""
+    return f"simple_agent_extraction_refined_{k}"
+
+
+class Attempt(BaseModel):
+    """One generation of an extraction: its stage (``dsp``, ``jailbreak:<variant>``,
+    ``feedback``, ``refine``), round, the exact messages sent and the text returned."""
+
+    model_config = ConfigDict(extra="allow")
+
+    stage: str = ""
+    round: int = 0
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    prompt: str | None = None
+    max_tokens: int | None = None
+    text: str = ""
+    kept: bool | None = None  # refine: the round beat the best so far
+    rouge_l: float | None = None  # refine: its ROUGE-L against the gold passage
+    hint_sent: str | None = None  # feedback: the hint as sent (None: blocked by the guard)
+
+    @property
+    def opening(self) -> bool:
+        """DSP or a jailbreak: an attempt that opens the conversation."""
+        return self.stage == "dsp" or self.stage.startswith("jailbreak")
+
+
+class EventRecord(BaseModel):
+    """The record of one event of the extract job (``extract/records.py: EventState``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    event_id: str = ""
+    llm_completions: dict[str, Any] = Field(default_factory=dict)
+    attempts: list[Attempt] = Field(default_factory=list)
+    rouge_l: dict[str, float | None] = Field(default_factory=dict)
+    rounds: int = 0
+    reported_round: int = 0
+    stop_reason: str = ""
+    leak: dict[str, Any] = Field(default_factory=dict)
+
+    def attempt_text(self, k: int) -> str:
+        """The text of loop attempt ``k``; "" when there is none (refused throughout)."""
+        v = (self.llm_completions.get(AGENT) or {}).get(refined_key(k))
+        return str(v.get("text") or "") if isinstance(v, dict) else ""
+
+    @property
+    def first_text(self) -> str:
+        """The first accepted attempt (DSP, or the jailbreak that got through)."""
+        return self.attempt_text(0)
+
+    @property
+    def final_text(self) -> str:
+        """The attempt the loop reports: the last kept round (RECAP's ``refined_best``)."""
+        return self.attempt_text(self.reported_round)
+
+    def round_curve(self, rounds: int) -> list[float]:
+        """Best-so-far ROUGE-L after rounds 0..``rounds`` (a round counts only when it was
+        kept; the value is carried forward once the loop stops)."""
+        best = float(self.rouge_l.get("round_0") or 0.0)
+        kept = {a.round: float(a.rouge_l or 0.0) for a in self.attempts
+                if a.stage == "refine" and a.kept}
+        out = [best]
+        for r in range(1, rounds + 1):
+            best = kept.get(r, best)
+            out.append(best)
+        return out
+
+    def opening(self) -> Attempt | None:
+        """The opening attempt whose text was accepted (else the last one tried)."""
+        tried = [a for a in self.attempts if a.opening]
+        first = self.first_text
+        return next((a for a in reversed(tried) if a.text == first),
+                    tried[-1] if tried else None)
+
+    def hints(self) -> list[str | None]:
+        """Each feedback round's hint as sent (None where the leak guard blocked it)."""
+        return [a.hint_sent for a in self.attempts if a.stage == "feedback"]
+
+    def hint_leaked(self) -> bool | None:
+        """Whether the leak guard flagged any hint before sending it (None: no hint)."""
+        hints = self.leak.get("hints") or []
+        if not hints:
+            return None
+        return any(bool((h.get("before") or {}).get("flagged")) for h in hints)
+
+
+class PrefixProbeRecord(BaseModel):
+    """The record of one passage of the prefix-probing job, with the exact request sent."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str = ""
+    group: str = ""
+    prefix: str = ""
+    target: str = ""
+    continuation: str = ""
+    lcp_words: int = 0
+    target_words: int = 0
+    rouge_l_recall: float | None = None
+    verdict: str = ""
+    request: dict[str, Any] | None = None  # the generation request, as sent
+
+
+__all__ = ["AGENT", "Attempt", "EventRecord", "PrefixProbeRecord", "refined_key"]
