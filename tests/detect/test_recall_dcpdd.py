@@ -189,11 +189,12 @@ def test_cli_passes_the_new_detectors_and_options() -> None:
     assert default["detectors"] == ["pearl", "whitebox"] and default["min_k_ngram"] == 1
 
 
-def test_dcpdd_reference_counted_once_per_tokenizer_and_corpus(tmp_path: Path) -> None:
-    """Within a process the reference corpus is counted once per (corpus, tokenizer): a
-    second detect job of a model that tokenizes alike (a fine-tune) reuses the counts; a
-    tokenizer with another fingerprint, or an edited corpus file, is counted again; the
-    cached counts are those of a fresh count."""
+def test_dcpdd_reference_counted_once_per_tokenizer_and_corpus(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference corpus is counted once per (corpus contents, tokenizer): a second detect
+    job of a model that tokenizes alike (a fine-tune) reuses the counts, and so does another
+    process (read from the cache directory); a tokenizer with another fingerprint, or an
+    edited corpus file, is counted again; counts read back are those of a fresh count."""
     from recitation.detect import dcpdd
 
     class Tok:
@@ -209,19 +210,21 @@ def test_dcpdd_reference_counted_once_per_tokenizer_and_corpus(tmp_path: Path) -
         def fingerprint(self) -> str:
             return self.fp
 
+    monkeypatch.setenv("RECITATION_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(dcpdd, "_COUNTED", {})
     corpus = tmp_path / "ref.txt"
     corpus.write_text("a b a\n\nc a", encoding="utf-8")
     first, same, other = Tok("x"), Tok("x"), Tok("y")
     counted = dcpdd.reference_counts(str(corpus), first)
     assert first.calls == 2 and dcpdd.reference_counts(str(corpus), same) is counted
-    assert same.calls == 0  # reused
-    assert counted.frequency("a") == count_tokens(["a b a", "c a"], str.split,
-                                                  100).frequency("a")  # the same counts
+    assert same.calls == 0  # reused in this process
+    fresh = count_tokens(["a b a", "c a"], str.split, 100)
+    monkeypatch.setattr(dcpdd, "_COUNTED", {})  # another process: read from the disk
+    again = Tok("x")
+    read = dcpdd.reference_counts(str(corpus), again)
+    assert again.calls == 0 and (read.counts, read.total) == (fresh.counts, fresh.total)
     dcpdd.reference_counts(str(corpus), other)
     assert other.calls == 2  # another tokenizer: counted again
-    import os
-
-    corpus.write_text("a b a\n\nc a\n\nd", encoding="utf-8")
-    os.utime(corpus, ns=(1, 10**18))  # a new size and time: counted again
-    again = Tok("x")
-    assert dcpdd.reference_counts(str(corpus), again) is not counted and again.calls == 3
+    corpus.write_text("a b a\n\nc a\n\nd", encoding="utf-8")  # edited: counted again
+    edited = Tok("x")
+    assert dcpdd.reference_counts(str(corpus), edited).total == 6 and edited.calls == 3

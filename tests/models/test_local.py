@@ -169,3 +169,20 @@ def test_weights_are_shared_in_a_process_and_private_for_training(
 def test_bad_model_spec(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="neither a transformers directory"):
         resolve_model_path(str(tmp_path / "nope"))
+
+
+@pytest.mark.model
+def test_the_tokenizer_alone_loads_no_weights_and_tokenizes_as_the_model() -> None:
+    """``tokenizer()`` before any call reads the tokenizer alone (a DC-PDD count of an audit
+    answered from the cache loads no weights); it tokenizes exactly as the loaded model's."""
+    from recitation.models.local import LocalModel
+
+    alone = LocalModel("smollm2")
+    tok = alone.tokenizer()
+    assert alone._loaded is None  # no weights read
+    loaded = LocalModel("smollm2")
+    text = "In the beginning God created the heaven and the earth. Émile's naïve café!"
+    ref = loaded.load().tokenizer
+    assert tok.tokens(text) == ref.convert_ids_to_tokens(ref.encode(text,
+                                                                     add_special_tokens=False))
+    assert tok.fingerprint() == loaded.tokenizer().fingerprint()  # type: ignore[attr-defined]

@@ -22,6 +22,7 @@ file with a ``text`` field per line).
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -115,28 +116,55 @@ def corpus_documents(spec: str) -> Iterator[str]:
     return _file_docs(Path(spec).expanduser())
 
 
-_COUNTED: dict[tuple[str, str], TokenFrequencies] = {}
-"""Reference counts already made in this process, by (corpus, tokenizer fingerprint)."""
+_COUNTED: dict[str, TokenFrequencies] = {}
+"""Reference counts already made or read in this process, by their key's digest."""
+
+
+def _corpus_key(spec: str) -> str | None:
+    """What the counts of corpus ``spec`` depend on: the KJV data file's or the corpus
+    file's SHA-256 (None for a missing file: the count then says what is wrong)."""
+    import hashlib
+
+    from recitation.corpus.kjv import kjv_path
+
+    path = kjv_path() if spec == DEFAULT_CORPUS else Path(spec).expanduser()
+    if not path.is_file():
+        return None
+    return f"{spec}:{hashlib.sha256(path.read_bytes()).hexdigest()}"
 
 
 def reference_counts(spec: str, tok: Any) -> TokenFrequencies:
-    """The reference corpus counted with ``tok``; counted once per process for a tokenizer
-    that has a fingerprint (an audit of a base model and its fine-tune, or of one model's
-    several checkpoints, counts the KJV once). A corpus file is keyed by its path, size and
-    modification time, so an edited file is counted again."""
-    key_of = getattr(tok, "fingerprint", None)
-    if key_of is None:
+    """The reference corpus counted with ``tok``, once per (corpus contents, tokenizer
+    fingerprint): kept in this process and in the cache directory
+    (``<cache>/dcpdd/<key>.json``), so an audit of a base model and its fine-tune, a
+    second audit, or a run answered from the response cache reads the counts back instead
+    of tokenizing the corpus again. A tokenizer without a fingerprint is counted each
+    time."""
+    import hashlib
+    import json
+
+    from recitation._cachedir import cache_dir
+
+    key_of, corpus = getattr(tok, "fingerprint", None), _corpus_key(spec)
+    if key_of is None or corpus is None:
         return count_tokens(corpus_documents(spec), tok.tokens, tok.vocab_size, spec)
-    where, path = spec, Path(spec).expanduser()
-    if spec != DEFAULT_CORPUS:
-        if not path.is_file():  # the counting names the problem
-            return count_tokens(corpus_documents(spec), tok.tokens, tok.vocab_size, spec)
-        st = path.stat()
-        where = f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}"
-    key = (where, key_of())
-    if key not in _COUNTED:
-        _COUNTED[key] = count_tokens(corpus_documents(spec), tok.tokens, tok.vocab_size, spec)
-    return _COUNTED[key]
+    key = hashlib.sha256(json.dumps([1, corpus, key_of(), tok.vocab_size]).encode()
+                         ).hexdigest()[:24]
+    if key in _COUNTED:
+        return _COUNTED[key]
+    path = cache_dir() / "dcpdd" / f"{key}.json"
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+        found = TokenFrequencies(d["counts"], d["total"], d["vocab_size"], spec)
+    except (OSError, ValueError, KeyError):
+        found = count_tokens(corpus_documents(spec), tok.tokens, tok.vocab_size, spec)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"counts": found.counts, "total": found.total,
+                                   "vocab_size": found.vocab_size}), encoding="utf-8")
+        tmp.replace(path)  # whole or not at all
+    _COUNTED[key] = found
+    return found
 
 
 class DcpddDetector:

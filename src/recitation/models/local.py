@@ -222,6 +222,14 @@ ANSWER_CODE = ("recitation.models._decode", "recitation.models.local")
 
 
 @functools.cache
+def _prepared(tok: Any) -> Any:
+    """A tokenizer as the decoding loop needs it: left padding, a pad token."""
+    tok.padding_side = "left"
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
 def answer_code() -> str:
     """A digest of :data:`ANSWER_CODE`'s source and the torch and transformers versions: part
     of every cache and resume key of a local model (:meth:`Model.answer_code`), so a change to
@@ -266,6 +274,7 @@ class LocalModel(Model):
         self.threads = threads or _env_threads() or os.cpu_count() or 1
         self.score_batch_size = score_batch_size
         self._loaded: _Loaded | None = None
+        self._tokenizer: Any = None
         self._lock = threading.Lock()
         self.load_seconds: float | None = None
         self.loaded_from_cache: bool | None = None
@@ -337,13 +346,10 @@ class LocalModel(Model):
 
         torch = _require("torch", "the local backend")
         transformers = _require("transformers", "the local backend")
-        tok = transformers.AutoTokenizer.from_pretrained(src, local_files_only=True)
+        tok = _prepared(transformers.AutoTokenizer.from_pretrained(src, local_files_only=True))
         model = transformers.AutoModelForCausalLM.from_pretrained(
             src, local_files_only=True, dtype=torch.float32)
         model.eval()
-        tok.padding_side = "left"
-        if tok.pad_token_id is None:
-            tok.pad_token = tok.eos_token
         stop_ids = {tok.eos_token_id}
         gen_eos = getattr(model.generation_config, "eos_token_id", None)
         stop_ids.update(gen_eos if isinstance(gen_eos, list) else [gen_eos])
@@ -400,8 +406,16 @@ class LocalModel(Model):
 
     # -- the contract -----------------------------------------------------------------
     def tokenizer(self) -> Tokenizer:
-        """The model's tokenizer (loads the model on first use)."""
-        return HFTokenizer(self.load().tokenizer)
+        """The model's tokenizer: the loaded model's, else read alone (no weights), so a
+        method that only counts tokens, or an answer served from the cache, loads none."""
+        if self._loaded is not None:
+            return HFTokenizer(self._loaded.tokenizer)
+        if self._tokenizer is None:
+            src = self._ensure_converted() if self.gguf_file else self.directory
+            transformers = _require("transformers", "the local backend")
+            self._tokenizer = _prepared(transformers.AutoTokenizer.from_pretrained(
+                src, local_files_only=True))
+        return HFTokenizer(self._tokenizer)
 
     async def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
         return await asyncio.to_thread(self.generate_sync, requests)
