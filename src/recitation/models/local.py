@@ -221,7 +221,6 @@ ANSWER_CODE = ("recitation.models._decode", "recitation.models.local")
 """The modules whose source turns weights into answers (decoding, scoring, GGUF conversion)."""
 
 
-@functools.cache
 def _prepared(tok: Any) -> Any:
     """A tokenizer as the decoding loop needs it: left padding, a pad token."""
     tok.padding_side = "left"
@@ -230,6 +229,7 @@ def _prepared(tok: Any) -> Any:
     return tok
 
 
+@functools.cache
 def answer_code() -> str:
     """A digest of :data:`ANSWER_CODE`'s source and the torch and transformers versions: part
     of every cache and resume key of a local model (:meth:`Model.answer_code`), so a change to
