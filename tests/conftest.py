@@ -316,3 +316,22 @@ def recitation_runner() -> Callable[..., str]:
     own beside the session's demo."""
     return run_recitation
 
+
+
+@pytest.fixture
+def write_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[str, str], None]:
+    """``write_plugin(module, source)``: a plug-in module written into a temporary folder on
+    ``sys.path`` (a fresh import in each test), for the tests that add a made-up method,
+    backend or report section with one registry line."""
+    import sys
+    import textwrap
+
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    monkeypatch.syspath_prepend(str(folder))
+
+    def write(module: str, source: str) -> None:
+        (folder / f"{module}.py").write_text(textwrap.dedent(source), encoding="utf-8")
+        monkeypatch.delitem(sys.modules, module, raising=False)
+
+    return write

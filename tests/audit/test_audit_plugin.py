@@ -7,7 +7,7 @@ audit with ReCaLL and DC-PDD is tests/test_demo_cli.py)."""
 from __future__ import annotations
 
 import json
-import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -49,11 +49,8 @@ TEE = MethodInfo(
 
 
 @pytest.fixture
-def tee(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    pkg = tmp_path / "plugins"
-    pkg.mkdir()
-    (pkg / "teeplug.py").write_text(textwrap.dedent(PLUGIN), encoding="utf-8")
-    monkeypatch.syspath_prepend(str(pkg))
+def tee(write_plugin: Callable[[str, str], None], monkeypatch: pytest.MonkeyPatch) -> None:
+    write_plugin("teeplug", PLUGIN)
     import recitation.detect.job  # noqa: F401  (its DETECTORS constant: the registry without tee)
 
     # the one registry line

@@ -6,7 +6,7 @@ per distinct model spec, shared by all of that model's runs."""
 from __future__ import annotations
 
 import json
-import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +60,8 @@ class DictModel(Model):
 
 
 @pytest.fixture
-def dictplug(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    folder = tmp_path / "plugins"
-    folder.mkdir()
-    (folder / "dictplug.py").write_text(textwrap.dedent(PLUGIN), encoding="utf-8")
-    monkeypatch.syspath_prepend(str(folder))
+def dictplug(write_plugin: Callable[[str, str], None], monkeypatch: pytest.MonkeyPatch) -> Any:
+    write_plugin("dictplug", PLUGIN)
     # the one registry line
     monkeypatch.setitem(config.BACKEND_CLASSES, "dict", "dictplug:DictModel")
     import dictplug  # type: ignore[import-not-found]

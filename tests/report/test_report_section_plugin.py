@@ -6,7 +6,7 @@ page's navigation); a section with nothing to show is left out of all three."""
 from __future__ import annotations
 
 import json
-import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -46,12 +46,10 @@ EMPTY = Section(name="empty", title="Nothing here", collect=lambda folder, manif
 '''
 
 
-def test_a_made_up_section_appears_in_every_report(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    folder_ = tmp_path / "plugins"
-    folder_.mkdir()
-    (folder_ / "secplug.py").write_text(textwrap.dedent(PLUGIN), encoding="utf-8")
-    monkeypatch.syspath_prepend(str(folder_))
+def test_a_made_up_section_appears_in_every_report(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        write_plugin: Callable[[str, str], None]) -> None:
+    write_plugin("secplug", PLUGIN)
     monkeypatch.setitem(sections.SECTIONS, "wordcount", "secplug:SECTION")  # the one line
     monkeypatch.setitem(sections.SECTIONS, "empty", "secplug:EMPTY")
     text = tmp_path / "t.jsonl"

@@ -22,7 +22,6 @@ file with a ``text`` field per line).
 from __future__ import annotations
 
 import math
-import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -143,28 +142,28 @@ def reference_counts(spec: str, tok: Any) -> TokenFrequencies:
     import hashlib
     import json
 
-    from recitation._cachedir import cache_dir
+    from recitation._cachedir import cache_dir, cached_folder
+
+    def count() -> TokenFrequencies:
+        return count_tokens(corpus_documents(spec), tok.tokens, tok.vocab_size, spec)
 
     key_of, corpus = getattr(tok, "fingerprint", None), _corpus_key(spec)
     if key_of is None or corpus is None:
-        return count_tokens(corpus_documents(spec), tok.tokens, tok.vocab_size, spec)
+        return count()
     key = hashlib.sha256(json.dumps([1, corpus, key_of(), tok.vocab_size]).encode()
                          ).hexdigest()[:24]
-    if key in _COUNTED:
-        return _COUNTED[key]
-    path = cache_dir() / "dcpdd" / f"{key}.json"
-    try:
-        d = json.loads(path.read_text(encoding="utf-8"))
-        found = TokenFrequencies(d["counts"], d["total"], d["vocab_size"], spec)
-    except (OSError, ValueError, KeyError):
-        found = count_tokens(corpus_documents(spec), tok.tokens, tok.vocab_size, spec)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"counts": found.counts, "total": found.total,
-                                   "vocab_size": found.vocab_size}), encoding="utf-8")
-        tmp.replace(path)  # whole or not at all
-    _COUNTED[key] = found
-    return found
+    if key not in _COUNTED:
+        def build(folder: Path) -> None:
+            f = count()
+            (folder / "counts.json").write_text(json.dumps(
+                {"counts": f.counts, "total": f.total, "vocab_size": f.vocab_size}),
+                encoding="utf-8")
+
+        # built whole under a lock (two processes count once), then read back
+        entry, _ = cached_folder(cache_dir() / "dcpdd", key, build)
+        d = json.loads((entry / "counts.json").read_text(encoding="utf-8"))
+        _COUNTED[key] = TokenFrequencies(d["counts"], d["total"], d["vocab_size"], spec)
+    return _COUNTED[key]
 
 
 class DcpddDetector:

@@ -20,9 +20,9 @@ def collect(folder: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
     """``{model spec: the trace run's report}`` for the models the audit traced."""
     out = {}
     for entry in manifest["models"]:
-        run = folder / "runs" / str(entry["runs"].get("trace"))
-        if entry["runs"].get("trace") and (run / "run.sqlite").exists():
-            with RunStore(run) as store:
+        if (name := entry["runs"].get("trace")) and (folder / "runs" / name / "run.sqlite"
+                                                     ).exists():
+            with RunStore(folder / "runs" / name) as store:
                 out[entry["spec"]] = store.get_meta("trace_report") or {}
     return out or None
 
