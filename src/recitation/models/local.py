@@ -64,7 +64,7 @@ from recitation.models.base import (
     TokenScores,
     Usage,
 )
-from recitation.models.tokenizer import HFTokenizer, Tokenizer
+from recitation.models.tokenizer import HFTokenizer, LazyTokenizer, Tokenizer, folder_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -406,16 +406,33 @@ class LocalModel(Model):
 
     # -- the contract -----------------------------------------------------------------
     def tokenizer(self) -> Tokenizer:
-        """The model's tokenizer: the loaded model's, else read alone (no weights), so a
-        method that only counts tokens, or an answer served from the cache, loads none."""
+        """The model's tokenizer: the loaded model's, else read alone (no weights) on first
+        use, so a method that only counts tokens loads no weights, and one that only needs
+        the fingerprint (a cache key) imports no model library. The fingerprint is read from
+        the folder's files (:func:`folder_fingerprint`) whether or not the model is loaded,
+        so both give the same key."""
+        fp = folder_fingerprint(self._tokenizer_folder())
         if self._loaded is not None:
-            return HFTokenizer(self._loaded.tokenizer)
+            return HFTokenizer(self._loaded.tokenizer, fp)
+        if fp is None:  # a GGUF not converted yet (reading converts it), or no tokenizer.json
+            self._read_tokenizer(None)
+            return self._read_tokenizer(folder_fingerprint(self._tokenizer_folder()))
+        return LazyTokenizer(lambda: self._read_tokenizer(fp), fp)
+
+    def _tokenizer_folder(self) -> Path:
+        """The folder the tokenizer is read from (a GGUF's conversion: possibly not made yet,
+        and then without files)."""
+        if self.gguf_file:
+            return _converted_dir(self.directory / self.gguf_file)
+        return self.directory
+
+    def _read_tokenizer(self, fingerprint: str | None) -> HFTokenizer:
         if self._tokenizer is None:
             src = self._ensure_converted() if self.gguf_file else self.directory
             transformers = _require("transformers", "the local backend")
             self._tokenizer = _prepared(transformers.AutoTokenizer.from_pretrained(
                 src, local_files_only=True))
-        return HFTokenizer(self._tokenizer)
+        return HFTokenizer(self._tokenizer, fingerprint)
 
     async def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
         return await asyncio.to_thread(self.generate_sync, requests)
