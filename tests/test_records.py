@@ -80,3 +80,41 @@ def test_what_the_jobs_store_reads_as_typed_records(tmp_path: Path) -> None:
     for r in records:
         assert r.request is not None and r.request in sent_requests
         assert r.prefix in json.dumps(r.request)
+
+
+def test_detect_records_by_hand_one_orientation_for_calibration_and_report() -> None:
+    """Scores are oriented once (higher = member-like), for the detect job's calibration and
+    the audit report alike: a lower-is-member score negated, a missing or non-finite score
+    and a sample that is neither text nor control left out."""
+    from recitation.detect.report import build_report
+    from recitation.records import DetectRecord, ScoreRecord, oriented_scores
+    from recitation.report.stats import detection
+
+    def rec(sid: str, label: str, *scores: tuple[str, float | None, bool]) -> DetectRecord:
+        return DetectRecord(sample={"id": sid, "label": label, "text": f"text of {sid}"},
+                            scores=[ScoreRecord(sample_id=sid, detector=d, score=v,
+                                                higher_means_member=h) for d, v, h in scores])
+
+    recs = [rec("m1", "member", ("loss", 2.0, False), ("min_k", float("nan"), True),
+                ("zlib", None, False)),
+            rec("m2", "member", ("loss", 1.0, False), ("min_k", float("inf"), True)),
+            rec("c1", "control", ("loss", 3.0, False), ("min_k", -1.5, True)),
+            rec("c2", "control", ("loss", 4.0, False), ("min_k", -2.5, True)),
+            rec("x", "other", ("loss", 0.1, False))]
+    assert oriented_scores(recs) == {
+        "loss": {"member": {"m1": -2.0, "m2": -1.0}, "control": {"c1": -3.0, "c2": -4.0},
+                 "higher_means_member": False},
+        "min_k": {"member": {}, "control": {"c1": -1.5, "c2": -2.5},
+                  "higher_means_member": True}}
+    raw = [r.model_dump() for r in recs]
+    assert [DetectRecord.model_validate(r).model_dump() for r in raw] == raw
+    from recitation.detect.job import DetectParams
+
+    report = build_report(raw, DetectParams(labelled=True, n_bootstrap=0))
+    det = detection(report, raw)["detectors"]
+    # both members score above both controls on loss (oriented): AUC 1 in both readings
+    assert report["detectors"]["loss"]["labelled"]["auc"] == 1.0
+    assert det["loss"]["text_scores"] == [-2.0, -1.0] and det["loss"]["n"] == 2
+    assert det["loss"]["control_scores"] == [-3.0, -4.0]
+    # the non-finite member scores are in neither the calibration nor the report's plot
+    assert report["detectors"]["min_k"]["n_members"] == 0 and det["min_k"]["text_scores"] == []

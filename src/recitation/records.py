@@ -10,6 +10,8 @@ fields, so a record written by a newer version still reads.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -123,4 +125,69 @@ class PrefixProbeRecord(BaseModel):
     request: dict[str, Any] | None = None  # the generation request, as sent
 
 
-__all__ = ["AGENT", "Attempt", "EventRecord", "PrefixProbeRecord", "refined_key"]
+class ScoreRecord(BaseModel):
+    """One detector's score of one sample: the schema every detector shares."""
+
+    model_config = ConfigDict(extra="allow")
+
+    sample_id: str = ""
+    detector: str
+    score: float | None = None
+    higher_means_member: bool = True
+
+    def oriented(self) -> float | None:
+        """The score with higher meaning more member-like; None when it is missing or not
+        finite (such a score ranks nothing)."""
+        if self.score is None or not math.isfinite(self.score):
+            return None
+        return self.score if self.higher_means_member else -self.score
+
+
+class DetectRecord(BaseModel):
+    """The record of one sample of the detect job: the sample as scored, every detector's
+    score, the errors of the families that could not score it; families add their own
+    fields (``pearl``, ``n_tokens``, ``dcpdd``, ``recall_prefix``) as extras."""
+
+    model_config = ConfigDict(extra="allow")
+
+    sample: dict[str, Any] = Field(default_factory=dict)
+    scores: list[ScoreRecord] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list)
+
+    def add_fields(self, fields: dict[str, Any]) -> None:
+        """A family's own fields (stored beside the shared ones)."""
+        for key, value in fields.items():
+            setattr(self, key, value)
+
+    @property
+    def sample_id(self) -> str:
+        return str(self.sample.get("id", ""))
+
+    @property
+    def label(self) -> str:
+        """``member`` (the text) or ``control``."""
+        return str(self.sample.get("label", ""))
+
+    @property
+    def text(self) -> str:
+        return str(self.sample.get("text", ""))
+
+
+def oriented_scores(records: Iterable[DetectRecord]) -> dict[str, dict[str, Any]]:
+    """Per detector: ``member`` and ``control`` (sample id -> oriented score, finite scores
+    only) and ``higher_means_member``. The one reading of detect records that the detect
+    job's calibration and the audit report share."""
+    out: dict[str, dict[str, Any]] = {}
+    for rec in records:
+        for s in rec.scores:
+            if (v := s.oriented()) is None or rec.label not in ("member", "control"):
+                continue
+            d = out.setdefault(s.detector, {"member": {}, "control": {},
+                                             "higher_means_member": True})
+            d["higher_means_member"] = s.higher_means_member
+            d[rec.label][s.sample_id or rec.sample_id] = v
+    return out
+
+
+__all__ = ["AGENT", "Attempt", "DetectRecord", "EventRecord", "PrefixProbeRecord",
+           "ScoreRecord", "oriented_scores", "refined_key"]

@@ -48,11 +48,12 @@ from recitation.detect.perturb import (
 )
 from recitation.detect.recall import DEFAULT_SHOTS as DEFAULT_RECALL_SHOTS
 from recitation.detect.samples import Sample, load_samples, source_file
-from recitation.detect.scoring import DetectorScore, SampleResult, ScoringDetector
+from recitation.detect.scoring import SampleResult, ScoringDetector
 from recitation.errors import ConfigError
 from recitation.methods import Access
 from recitation.metrics.ncd import Compressor
 from recitation.models.base import Model
+from recitation.records import DetectRecord, ScoreRecord
 from recitation.runs.config import ModelConfig
 from recitation.runs.jobs import Job, Table, WorkItem
 
@@ -213,15 +214,14 @@ class DetectJob(Job):
 
     async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
         samples = [Sample.from_dict(it.payload) for it in items]
-        records: dict[str, dict[str, Any]] = {
-            s.id: {"sample": s.to_dict(), "scores": [], "errors": []} for s in samples}
+        records = {s.id: DetectRecord(sample=s.to_dict()) for s in samples}
         await self._scoring(samples, model, records)
         if "pearl" in self.params.detectors:
             if errors := self.access_errors("pearl", model):
                 _record_errors(records, "pearl", errors)
             else:
                 await self._pearl(samples, model, records)
-        return [records[s.id] for s in samples]
+        return [records[s.id].model_dump() for s in samples]
 
     # -- score-based families: plug-ins (recitation.detect.scoring) ----------------------
     def plugins(self) -> list[ScoringDetector]:
@@ -265,7 +265,7 @@ class DetectJob(Job):
         return [methods.describe_missing(family, miss, where)] if miss else []
 
     async def _scoring(self, samples: list[Sample], model: Model,
-                       records: dict[str, dict[str, Any]]) -> None:
+                       records: dict[str, DetectRecord]) -> None:
         plugins = []
         for plugin in self.plugins():
             if errors := self.access_errors(plugin.family, model):
@@ -294,10 +294,10 @@ class DetectJob(Job):
         return self._reference
 
     async def _pearl(self, samples: list[Sample], model: Model,
-                     records: dict[str, dict[str, Any]]) -> None:
+                     records: dict[str, DetectRecord]) -> None:
         pool, plans, errors = self.plan(samples, model)
         for sid, err in errors.items():
-            records[sid]["errors"].append(err)
+            records[sid].errors.append(err)
         gens = await model.generate(pool.requests)
         texts = [g.text for g in gens]
         settings = self.params.pearl_settings()
@@ -313,11 +313,11 @@ class DetectJob(Job):
             if sid in short:
                 res["warnings"] = [f"reference of {res['reference_words']} words "
                                    f"(< {MIN_REFERENCE_WORDS})"]
-            records[sid]["pearl"] = res
-            for pert in settings.perturbations:
-                for stat in ("sensitivity", "gfd", "s_m"):
-                    records[sid]["scores"].append(DetectorScore(
-                        sid, f"pearl_{pert}_{stat}", float(res[pert][stat]), True).to_dict())
+            records[sid].add_fields({"pearl": res})
+            records[sid].scores += [
+                ScoreRecord(sample_id=sid, detector=f"pearl_{pert}_{stat}",
+                            score=float(res[pert][stat]), higher_means_member=True)
+                for pert in settings.perturbations for stat in ("sensitivity", "gfd", "s_m")]
 
     def pearl_notes(self, model: Model | None) -> dict[str, Any]:
         """The PEARL definitions in force, stored with every sample's result."""
@@ -354,16 +354,16 @@ class DetectJob(Job):
         return report_table(report) if report is not None else self.summarize(records)
 
 
-def _merge(record: dict[str, Any], family: str, res: SampleResult) -> None:
+def _merge(record: DetectRecord, family: str, res: SampleResult) -> None:
     """A plug-in's result for one sample into its record (the shared schema)."""
     if res.error is not None:
-        record["errors"].append(f"{family}: {res.error}")
-    record["scores"] += [d.to_dict() for d in res.scores]
-    record.update(res.fields)
+        record.errors.append(f"{family}: {res.error}")
+    record.scores += [ScoreRecord.model_validate(d.to_dict()) for d in res.scores]
+    record.add_fields(res.fields)
 
 
-def _record_errors(records: dict[str, dict[str, Any]], family: str, errors: list[str]
+def _record_errors(records: dict[str, DetectRecord], family: str, errors: list[str]
                    ) -> None:
     """Every sample of the chunk gets the errors: the family cannot run on this backend."""
     for rec in records.values():
-        rec["errors"] += [f"{family}: {e}" for e in errors]
+        rec.errors += [f"{family}: {e}" for e in errors]

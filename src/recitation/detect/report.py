@@ -11,8 +11,6 @@ rebuilds it the same way for a stored run.
 from __future__ import annotations
 
 import logging
-import math
-from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -24,11 +22,11 @@ from recitation.detect.calibrate import (
     fpr_curve,
     labelled_metrics,
     length_baseline_auc,
-    oriented,
     shift_guard,
     verdicts,
 )
 from recitation.errors import ConfigError
+from recitation.records import DetectRecord, oriented_scores
 from recitation.runs.jobs import Table
 
 if TYPE_CHECKING:
@@ -68,20 +66,6 @@ class DetectJob(Protocol):
 log = logging.getLogger(__name__)
 
 
-def _by_detector(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = defaultdict(
-        lambda: {"member": {}, "control": {}, "higher_means_member": True})
-    for rec in records:
-        label = rec["sample"]["label"]
-        for s in rec.get("scores", []):
-            if not math.isfinite(s["score"]):
-                continue
-            d = out[s["detector"]]
-            d["higher_means_member"] = s["higher_means_member"]
-            d[label][s["sample_id"]] = oriented(s["score"], s["higher_means_member"])
-    return dict(out)
-
-
 def _detector_report(name: str, d: dict[str, Any], texts: dict[str, str],
                      params: DetectParams, seed: int) -> dict[str, Any]:
     members, controls = d["member"], d["control"]
@@ -110,9 +94,10 @@ def calibration_method(params: DetectParams) -> CalibrationMethod:
 
 def build_report(records: list[dict[str, Any]], params: DetectParams,
                  seed: int = 0) -> dict[str, Any]:
-    texts = {r["sample"]["id"]: r["sample"]["text"] for r in records}
-    member_texts = [r["sample"]["text"] for r in records if r["sample"]["label"] == "member"]
-    control_texts = [r["sample"]["text"] for r in records if r["sample"]["label"] == "control"]
+    typed = [DetectRecord.model_validate(r) for r in records]
+    texts = {r.sample_id: r.text for r in typed}
+    member_texts = [r.text for r in typed if r.label == "member"]
+    control_texts = [r.text for r in typed if r.label == "control"]
     report: dict[str, Any] = {"target_fpr": params.target_fpr, "n_members": len(member_texts),
                               "n_controls": len(control_texts),
                               "calibration_method": calibration_method(params),
@@ -120,9 +105,9 @@ def build_report(records: list[dict[str, Any]], params: DetectParams,
     if member_texts and len(control_texts) >= 2:
         report["shift"] = shift_guard(member_texts, control_texts, seed=seed)
     report["warnings"] = list(report.get("shift", {}).get("warnings", []))
-    for name, d in sorted(_by_detector(records).items()):
+    for name, d in sorted(oriented_scores(typed).items()):
         report["detectors"][name] = _detector_report(name, d, texts, params, seed)
-    report["errors"] = {r["sample"]["id"]: r["errors"] for r in records if r.get("errors")}
+    report["errors"] = {r.sample_id: r.errors for r in typed if r.errors}
     from recitation.detect.pearl import pearl_report_notes  # PEARL definitions, warnings
 
     if notes := pearl_report_notes(records):

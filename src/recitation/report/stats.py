@@ -19,6 +19,7 @@ import numpy as np
 
 from recitation import methods
 from recitation.metrics.stats import clopper_pearson, roc_points
+from recitation.records import DetectRecord, oriented_scores
 from recitation.report.table import fmt as _f
 
 ALPHA = 0.05
@@ -50,17 +51,11 @@ def binom_greater(k: int, n: int, p: float) -> float:
 
 
 def _scores(records: list[dict[str, Any]]) -> dict[str, dict[str, list[float]]]:
-    """Oriented scores (higher = more member-like) per detector and label."""
-    out: dict[str, dict[str, list[float]]] = {}
-    for r in records:
-        label = (r.get("sample") or {}).get("label")
-        for s in r.get("scores") or []:
-            if s.get("score") is None or label not in ("member", "control"):
-                continue
-            sign = 1.0 if s.get("higher_means_member", True) else -1.0
-            d = out.setdefault(s["detector"], {"member": [], "control": []})
-            d[label].append(sign * float(s["score"]))
-    return out
+    """Oriented scores (higher = more member-like) per detector and label, as the detect
+    job calibrated them (:func:`recitation.records.oriented_scores`)."""
+    typed = [DetectRecord.model_validate(r) for r in records]
+    return {name: {label: list(d[label].values()) for label in ("member", "control")}
+            for name, d in oriented_scores(typed).items()}
 
 
 def _detector(name: str, d: dict[str, Any], sc: dict[str, list[float]]) -> dict[str, Any]:
