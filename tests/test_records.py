@@ -118,3 +118,25 @@ def test_detect_records_by_hand_one_orientation_for_calibration_and_report() -> 
     assert det["loss"]["control_scores"] == [-3.0, -4.0]
     # the non-finite member scores are in neither the calibration nor the report's plot
     assert report["detectors"]["min_k"]["n_members"] == 0 and det["min_k"]["text_scores"] == []
+
+
+def test_a_trace_report_reads_through_fields_old_and_new() -> None:
+    """The tracing section reads the trace job's report through TraceReport: the metrics the
+    job computes (both definitions) validate unchanged, and a report stored without a unit
+    (no generation had one) is shown in tokens, its extra keys kept."""
+    from recitation.records import TraceReport
+    from recitation.report.tracing import markdown
+    from recitation.trace.metrics import aggregate
+
+    computed = aggregate([], [], n_span=50, nv_threshold=0.5)
+    assert TraceReport.model_validate({"groups": {"all": computed}}).groups[
+        "all"].model_dump() == computed
+    old = {"groups": {"prefix": {"total_generations": 4, "generations_with_spans": 3,
+                                 "average_longest_span_length": 7.25, "full_match_ratio": 0.5,
+                                 "avg_nv_recall": 0.125, "max_nv_recall": 0.75,
+                                 "unique_total_docs": 2, "total_docs": 9}}}
+    assert TraceReport.model_validate(old).groups["prefix"].model_extra == {"total_docs": 9}
+    lines = markdown({"organism": old})
+    assert "| group | generations with spans | average longest span (tokens) |" in "\n".join(
+        lines)
+    assert "| prefix | 3 / 4 | 7.25 | 0.5 | 0.125 / 0.75 | 2 |" in lines

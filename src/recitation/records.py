@@ -189,5 +189,37 @@ def oriented_scores(records: Iterable[DetectRecord]) -> dict[str, dict[str, Any]
     return out
 
 
+class TraceAggregate(BaseModel):
+    """SimpleTrace's metrics of one group of generations (the trace job's report, under
+    either definitions: ``propme``, the authors', or ``recitation``, ours)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    definitions: str = "propme"
+    total_generations: int = 0
+    generations_with_spans: int = 0
+    unit: str = ""
+    average_longest_span_length: float = 0.0
+    full_match_ratio: float = 0.0
+    full_normalized_match_ratio: float = 0.0
+    avg_nv_recall: float = 0.0
+    max_nv_recall: float = 0.0
+    nv_recall_threshold: float = 0.5
+    generations_above_nv_recall_threshold_ratio: float = 0.0
+    n_token_span: int = 0
+    generations_with_n_token_span_ratio: float = 0.0
+    total_spans: int = 0
+    unique_total_docs: int = 0
+    spans_length_distribution: dict[Any, int] = Field(default_factory=dict)
+
+
+class TraceReport(BaseModel):
+    """The trace job's report: the metrics of each group of generations, and of ``all``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    groups: dict[str, TraceAggregate] = Field(default_factory=dict)
+
+
 __all__ = ["AGENT", "Attempt", "DetectRecord", "EventRecord", "PrefixProbeRecord",
-           "ScoreRecord", "oriented_scores", "refined_key"]
+           "ScoreRecord", "TraceAggregate", "TraceReport", "oriented_scores", "refined_key"]

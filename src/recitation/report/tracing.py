@@ -8,6 +8,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from recitation.records import TraceAggregate, TraceReport
 from recitation.report.sections import Section
 from recitation.report.table import fmt
 from recitation.runs.store import RunStore
@@ -27,35 +28,36 @@ def collect(folder: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
     return out or None
 
 
-def _row(g: str, r: dict[str, Any]) -> list[str]:
-    return [g, f"{r['generations_with_spans']} / {r['total_generations']}",
-            fmt(r.get("average_longest_span_length")), fmt(r.get("full_match_ratio")),
-            f"{fmt(r.get('avg_nv_recall'))} / {fmt(r.get('max_nv_recall'))}",
-            str(r.get("unique_total_docs"))]
+def _row(g: str, r: TraceAggregate) -> list[str]:
+    return [g, f"{r.generations_with_spans} / {r.total_generations}",
+            fmt(r.average_longest_span_length), fmt(r.full_match_ratio),
+            f"{fmt(r.avg_nv_recall)} / {fmt(r.max_nv_recall)}", str(r.unique_total_docs)]
 
 
-def _head(report: dict[str, Any]) -> list[str]:
-    unit = next((r.get("unit") for r in report.get("groups", {}).values()), "tokens")
+def _head(report: TraceReport) -> list[str]:
+    unit = next((r.unit for r in report.groups.values() if r.unit), "tokens")
     return ["group", "generations with spans", f"average longest span ({unit})",
             "full match", "NV recall (mean / max)", "corpus documents"]
 
 
 def markdown(data: dict[str, Any]) -> list[str]:
     lines = [NOTE, ""]
-    for spec, report in data.items():
+    for spec, raw in data.items():
+        report = TraceReport.model_validate(raw)
         head = _head(report)
         lines += [f"### {spec}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        lines += ["| " + " | ".join(_row(g, r)) + " |"
-                  for g, r in report.get("groups", {}).items()] + [""]
+        lines += ["| " + " | ".join(_row(g, r)) + " |" for g, r in report.groups.items()]
+        lines += [""]
     return lines
 
 
 def html(data: dict[str, Any]) -> str:
     parts = [f'<p class="note">{escape(NOTE)}</p>']
-    for spec, report in data.items():
+    for spec, raw in data.items():
+        report = TraceReport.model_validate(raw)
         cells = "".join(f"<th>{escape(h)}</th>" for h in _head(report))
         rows = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in _row(g, r)) + "</tr>"
-                       for g, r in report.get("groups", {}).items())
+                       for g, r in report.groups.items())
         parts.append(f"<h3>Tracing into the corpus: {escape(spec)}</h3>"
                      f'<table class="tracing"><tr>{cells}</tr>{rows}</table>')
     return "".join(parts)

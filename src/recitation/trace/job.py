@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from recitation.errors import ConfigError
 from recitation.methods import Access, AuditUse, Calls, MethodInfo, describe_missing
 from recitation.models.base import Model
+from recitation.records import TraceReport
 from recitation.runs.jobs import Job, Table, WorkItem
 from recitation.trace.index import CorpusIndex, EngineName, open_index
 from recitation.trace.metrics import (
@@ -172,11 +173,11 @@ class TraceJob(Job):
 
     def summary(self, records: list[tuple[str, dict[str, Any]]],
                 report: dict[str, Any] | None) -> Table:
-        groups = (report or {}).get("groups", {})
-        rows = [[g, m["total_generations"], f"{m['average_longest_span_length']:.1f} "
-                 f"{m['unit']}", f"{m['full_match_ratio']:.2f}", f"{m['avg_nv_recall']:.2f}",
-                 f"{m['generations_above_nv_recall_threshold_ratio']:.2f}",
-                 m["unique_total_docs"]] for g, m in groups.items()]
+        groups = TraceReport.model_validate(report or {}).groups
+        rows = [[g, m.total_generations, f"{m.average_longest_span_length:.1f} {m.unit}",
+                 f"{m.full_match_ratio:.2f}", f"{m.avg_nv_recall:.2f}",
+                 f"{m.generations_above_nv_recall_threshold_ratio:.2f}", m.unique_total_docs]
+                for g, m in groups.items()]
         above = "NVR > threshold" if self.params.definitions == "propme" else \
             "NVR >= threshold"
         return Table("SimpleTrace", ["group", "generations", "ALS", "FMR", "NVR", above,

@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from recitation.records import TraceAggregate
 from recitation.trace.index import CorpusIndex
 from recitation.trace.nvrecall import clamp, round_half_up
 from recitation.trace.nvrecall import words as nv_words_propme
@@ -123,7 +124,7 @@ def propme_aggregate(traces: Sequence[GenerationTrace], *, n_span: int = 60,
     def has(t: GenerationTrace, *tiers: str) -> bool:
         return any(d.tier in tiers for seg in t.segment_docs for d in seg)
 
-    return {
+    return TraceAggregate.model_validate({
         "definitions": "propme",
         "total_generations": total,
         "generations_with_spans": sum(bool(t.segment_lengths) for t in traces),
@@ -146,7 +147,7 @@ def propme_aggregate(traces: Sequence[GenerationTrace], *, n_span: int = 60,
         "total_spans": len(lengths),
         "unique_total_docs": len({d.doc_ix for d in docs}),
         "spans_length_distribution": dict(sorted(by_length.items())),
-    }
+    }).model_dump()
 
 
 def propme_generation_nv(t: GenerationTrace) -> NearVerbatim:
@@ -171,7 +172,7 @@ def aggregate(traces: Sequence[GenerationTrace], nvs: Sequence[NearVerbatim], *,
     def ratio(k: int) -> float:
         return k / total if total else 0.0
 
-    return {
+    return TraceAggregate.model_validate({
         "definitions": "recitation",
         "total_generations": total,
         "generations_with_spans": len(with_spans),
@@ -192,4 +193,4 @@ def aggregate(traces: Sequence[GenerationTrace], nvs: Sequence[NearVerbatim], *,
         "total_spans": len(lengths),
         "unique_total_docs": len(docs),
         "spans_length_distribution": dict(sorted(Counter(lengths).items())),
-    }
+    }).model_dump()

@@ -23,6 +23,7 @@ from recitation.methods import Access, Calls, MethodInfo, describe_missing, requ
 from recitation.models.base import GenerationRequest, Model
 from recitation.models.config import ModelConfig
 from recitation.prompts import copy_exactly
+from recitation.records import TraceReport
 from recitation.runs.jobs import Job, Table, WorkItem
 from recitation.trace import prompt_sets, propme
 from recitation.trace.index import CorpusIndex, EngineName, open_index
@@ -275,11 +276,12 @@ class PropmeJob(Job):
                 report: dict[str, Any] | None) -> Table:
         rep = report or {}
         rows = []
-        for s, m in rep.get("groups", {}).items():
+        for s, m in TraceReport.model_validate({"groups": rep.get("groups", {})}
+                                               ).groups.items():
             po = rep.get("prompt_overlap", {}).get(s, {})
             pr = rep.get("propensity", {}).get(s, {})
-            rows.append([s, m["total_generations"], f"{m['average_longest_span_length']:.1f}",
-                         f"{m['full_match_ratio']:.2f}", f"{m['avg_nv_recall']:.2f}",
+            rows.append([s, m.total_generations, f"{m.average_longest_span_length:.1f}",
+                         f"{m.full_match_ratio:.2f}", f"{m.avg_nv_recall:.2f}",
                          f"{po.get('avg_nv_recall', 0.0):.2f}",
                          f"{pr['fmr']:.2f}" if pr else "-", f"{pr['nvr']:.2f}" if pr else "-"])
         notes = [f"{s} prompts written by a helper model (ours; the authors draw sentences of "
