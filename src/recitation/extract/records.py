@@ -15,6 +15,7 @@ from typing import Any
 from recitation.extract.prompts import EventMeta
 from recitation.models.base import Generation, GenerationRequest, Message, Model, TokenScores
 from recitation.models.tokenizer import Tokenizer
+from recitation.records import EventRecord
 
 METHOD_STAGES: dict[str, tuple[str, ...]] = {
     "prefix": ("prefix", "prefix_verify"),
@@ -129,7 +130,9 @@ class EventState:
         return agent
 
     def to_record(self) -> dict[str, Any]:
-        return {
+        """The stored record, checked against :class:`recitation.records.EventRecord` (what
+        the report reads) and stored with exactly the keys set here."""
+        return EventRecord.model_validate({
             "event_id": self.id, "chapter_title": self.meta.chapter_title,
             "llm_completions": self.completions, "attempts": self.attempts,
             "rouge_l": self.rouge, "refusals": self.refusals, "rounds": self.rounds,
@@ -137,4 +140,4 @@ class EventState:
             "stop_reason": self.stop_reason, "filter": self.filter,
             "leak": {"summary": self.summary_leak, "hints": self.hint_leaks},
             "cost": self.ledger.to_dict(),
-        }
+        }).model_dump(exclude_unset=True)
