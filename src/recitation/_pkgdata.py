@@ -3,6 +3,7 @@ importing those packages (some import heavy or unavailable dependencies)."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 from pathlib import Path
 
@@ -29,3 +30,24 @@ def package_file(module: str, relpath: str, *, purpose: str, install: str | None
     if not path.exists():
         raise error(f"the '{module}' package is installed but {path} is missing")
     return path
+
+
+def installed_version(module: str) -> str | None:
+    """``module.__version__`` without importing the module where its distribution (of the
+    same name) is installed: read from the package metadata, the same string (torch
+    ``2.13.0+cpu``), in milliseconds where the import of torch or transformers takes
+    seconds. An already imported module, or one found only on ``sys.path`` (a source tree),
+    answers through its ``__version__``; None when the module is not there."""
+    import sys
+    from importlib.metadata import PackageNotFoundError, version
+
+    if (loaded := sys.modules.get(module)) is not None and hasattr(loaded, "__version__"):
+        return str(loaded.__version__)
+    try:
+        return version(module)
+    except PackageNotFoundError:
+        pass
+    try:
+        return str(importlib.import_module(module).__version__)
+    except Exception:  # noqa: BLE001 - absent or broken: no version to state
+        return None

@@ -117,3 +117,22 @@ def test_shift_guard_without_scikit_learn_is_an_error(monkeypatch: pytest.Monkey
     monkeypatch.setattr(importlib, "import_module", no_sklearn)
     with pytest.raises(MissingDependencyError, match=r"recitation\[detect\]"):
         shift_guard(["a b c"] * 4, ["d e f g"] * 4)
+
+
+def test_the_shift_guard_is_computed_once_per_set_of_texts() -> None:
+    """An audit's detect runs of several models share their texts: the guard's permutation
+    tests run once; a caller changing its copy does not change what the next one gets."""
+    import importlib
+
+    calibrate = importlib.import_module("recitation.detect.calibrate")  # the module
+    members = [f"member passage number {i} about the sea" for i in range(6)]
+    controls = [f"control text {i} on the land and hills" for i in range(6)]
+    calibrate._shift_guard.cache_clear()
+    first = calibrate.shift_guard(members, controls, seed=3)
+    first["warnings"].append("changed by a caller")
+    second = calibrate.shift_guard(list(members), list(controls), seed=3)
+    info = calibrate._shift_guard.cache_info()
+    assert (info.hits, info.misses) == (1, 1)
+    assert "changed by a caller" not in second["warnings"]
+    calibrate._shift_guard.cache_clear()
+    assert calibrate.shift_guard(members, controls, seed=3) == second  # recomputed: equal

@@ -29,6 +29,7 @@ Scores are first *oriented* so that higher always means "more likely a member"
 
 from __future__ import annotations
 
+import copy
 import functools
 import logging
 import math
@@ -269,7 +270,18 @@ def shift_guard(members: Sequence[str], controls: Sequence[str], *, seed: int = 
     shifts that are both strong (AUC >= 0.75 or <= 0.25) and significant (p < 0.05).
 
     With 20 + 20 samples, feature AUCs of 0.7-0.8 arise by chance; the p-value (labels
-    shuffled ``permutations`` times, at most 100 for the bag-of-words model) tells them apart."""
+    shuffled ``permutations`` times, at most 100 for the bag-of-words model) tells them apart.
+    A property of the texts alone: computed once per process for the same texts and seed
+    (an audit's detect runs of several models share their texts)."""
+    out = copy.deepcopy(_shift_guard(tuple(members), tuple(controls), seed, permutations))
+    for w in out["warnings"]:
+        log.warning(w)
+    return out
+
+
+@functools.lru_cache(maxsize=4)
+def _shift_guard(members: tuple[str, ...], controls: tuple[str, ...], seed: int,
+                 permutations: int) -> dict[str, Any]:
     y = [1] * len(members) + [0] * len(controls)
     texts = list(members) + list(controls)
     lengths = [float(len(t.split())) for t in texts]
@@ -292,8 +304,6 @@ def shift_guard(members: Sequence[str], controls: Sequence[str], *, seed: int = 
         for name, auc in feats.items()
         if auc is not None and (auc >= SHIFT_WARN_AUC or auc <= 1 - SHIFT_WARN_AUC)
         and (pvals[name] or 1.0) < 0.05]
-    for w in warnings:
-        log.warning(w)
     return {"feature_auc": feats, "feature_p": pvals, "warnings": warnings}
 
 

@@ -75,10 +75,18 @@ def base_identity(spec: str) -> dict[str, Any]:
 
 
 def library_versions() -> dict[str, str]:
-    import torch
-    import transformers
+    """The torch and transformers versions (part of the fingerprint), read without
+    importing either (an audit that finds its organism built imports no model library)."""
+    from recitation._pkgdata import installed_version
 
-    return {"torch": str(torch.__version__), "transformers": str(transformers.__version__)}
+    out = {m: installed_version(m) for m in ("torch", "transformers")}
+    missing = [m for m, v in out.items() if v is None]
+    if missing:
+        from recitation.errors import require
+
+        for m in missing:
+            require(m, "the model organism")  # raises with the install command
+    return {m: str(v) for m, v in out.items()}
 
 
 def fingerprint(cfg: OrganismConfig, data_digest: str, base: dict[str, Any]) -> str:

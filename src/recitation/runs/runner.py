@@ -63,12 +63,12 @@ def default_runs_dir() -> Path:
 
 
 def _versions() -> dict[str, str]:
+    from recitation._pkgdata import installed_version
+
     out = {"recitation": __version__, "python": platform.python_version()}
     for mod in ("torch", "transformers", "openai", "anthropic"):
-        try:
-            out[mod] = __import__(mod).__version__
-        except Exception:  # noqa: BLE001 - optional
-            continue
+        if (v := installed_version(mod)) is not None:  # optional: left out when absent
+            out[mod] = v
     return out
 
 
