@@ -8,9 +8,13 @@ each with a :class:`~recitation.errors.CorpusError` naming the file and the prob
 * a missing path, a folder where a file was expected, an unreadable file;
 * a file larger than ``max_bytes`` (a book: :data:`BOOK_MAX_BYTES`), checked from its size
   before anything is read;
-* binary data: a NUL byte (its byte offset is named);
-* text that is not valid UTF-8 (the byte offset of the first bad byte is named; a UTF-8
-  byte-order mark is allowed), unless another ``encoding`` is asked for explicitly;
+* an e-book or document format (EPUB, PDF, Word, another ZIP or gzip archive), recognised
+  from its first bytes, with the command that converts it to plain text;
+* binary data: a NUL byte (its byte offset is named; UTF-16 without a byte-order mark is
+  named as such, with the command that converts it);
+* text that is not valid UTF-8 (the byte offset of the first bad byte is named), unless
+  another ``encoding`` is asked for explicitly. A byte-order mark says the encoding: UTF-8,
+  UTF-16 and UTF-32 (either byte order) with one are read, as Windows editors save them;
 * an empty or whitespace-only file (``allow_empty=False``, the default);
 """
 
@@ -28,16 +32,82 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:.1f} MB"
 
 
+_BOMS = ((b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"),
+         (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+"""Byte-order marks of the wide encodings (UTF-32's first: its little-endian mark begins
+with UTF-16's)."""
+
+_CONVERT = {
+    "EPUB e-book": "pandoc FILE.epub -t plain -o FILE.txt (or Calibre: ebook-convert "
+                   "FILE.epub FILE.txt)",
+    "PDF document": "pdftotext -layout FILE.pdf FILE.txt (poppler-utils)",
+    "Word document": "pandoc FILE.docx -t plain -o FILE.txt",
+    "ZIP archive": "unzip it and give the .txt file inside",
+    "gzip-compressed file": "gunzip it first (gunzip -k FILE.gz)",
+}
+
+
+def _format_of(data: bytes) -> str | None:
+    """The document format ``data`` starts with, if it is one users mistake for text."""
+    if data.startswith(b"%PDF-"):
+        return "PDF document"
+    if data.startswith(b"\x1f\x8b"):
+        return "gzip-compressed file"
+    if data.startswith(b"PK\x03\x04"):
+        head = data[:4096]
+        if b"mimetypeapplication/epub+zip" in head or b"META-INF/container.xml" in head:
+            return "EPUB e-book"
+        return "Word document" if b"word/" in head else "ZIP archive"
+    return None
+
+
+def _refuse_binary(data: bytes, source: str | Path, what: str, offset: int,
+                   nul_check: bool) -> None:
+    if (kind := _format_of(data)) is not None and offset == 0:
+        raise CorpusError(f"{source}: a {kind}, not a plain-text {what}; convert it first: "
+                          f"{_CONVERT[kind]}")
+    nul = data.find(b"\x00")
+    if nul < 0 or not nul_check:  # UTF-16 / UTF-32 asked for explicitly: NULs are text
+        return
+    sample = data[:4096]
+    if len(sample) >= 4 and (sample[1::2].count(0) > 0.4 * len(sample) / 2
+                             or sample[0::2].count(0) > 0.4 * len(sample) / 2):
+        order = "le" if sample[1::2].count(0) >= sample[0::2].count(0) else "be"
+        raise CorpusError(f"{source}: looks like UTF-16 text without a byte-order mark (NUL "
+                          f"byte at byte offset {offset + nul}); convert it: iconv -f "
+                          f"utf-16{order} -t utf-8 FILE > FILE.utf8.txt")
+    raise CorpusError(f"{source}: binary data, not a {what} (NUL byte at byte offset "
+                      f"{offset + nul}); give a plain-text file")
+
+
+def _decode_wide(data: bytes, source: str | Path) -> str | None:
+    """``data`` decoded by its UTF-16 / UTF-32 byte-order mark (None: it has none)."""
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            try:
+                return data[len(bom):].decode(codec)
+            except UnicodeDecodeError as e:
+                raise CorpusError(
+                    f"{source}: starts with a {codec.upper()} byte-order mark but is not valid "
+                    f"{codec.upper()} at byte offset {len(bom) + e.start}: {e.reason}; save "
+                    "it again as UTF-8") from None
+    return None
+
+
 def decode_text(data: bytes, source: str | Path, *, what: str = "text file",
                 encoding: str = "utf-8", allow_empty: bool = False, offset: int = 0) -> str:
-    """``data`` as text, or :class:`CorpusError` for binary data, bad UTF-8 or no text.
+    """``data`` as text, or :class:`CorpusError` for a document format, binary data, bad
+    UTF-8 or no text.
 
     Byte offsets in messages count from the file's start (``data`` begins at ``offset``)."""
-    nul = data.find(b"\x00")
-    if nul >= 0:
-        raise CorpusError(f"{source}: binary data, not a {what} (NUL byte at byte offset "
-                          f"{offset + nul}); give a plain-text file")
-    if encoding.lower().replace("_", "-") in ("utf-8", "utf8", "utf-8-sig"):
+    utf8 = encoding.lower().replace("_", "-") in ("utf-8", "utf8", "utf-8-sig")
+    wide = _decode_wide(data, source) if utf8 and offset == 0 else None
+    if wide is not None:
+        return _nonempty(wide, source, what, allow_empty)
+    wide_codec = encoding.lower().replace("_", "-").startswith(("utf-16", "utf16", "utf-32",
+                                                                 "utf32"))
+    _refuse_binary(data, source, what, offset, nul_check=not wide_codec)
+    if utf8:
         bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
         try:
             text = data[bom:].decode("utf-8")
@@ -52,6 +122,10 @@ def decode_text(data: bytes, source: str | Path, *, what: str = "text file",
             text = data.decode(encoding)
         except (LookupError, UnicodeDecodeError) as e:
             raise CorpusError(f"{source}: cannot decode as {encoding}: {e}") from None
+    return _nonempty(text, source, what, allow_empty)
+
+
+def _nonempty(text: str, source: str | Path, what: str, allow_empty: bool) -> str:
     if not allow_empty and not text.strip():
         raise CorpusError(f"{source}: the {what} is empty (no text to audit)")
     return text
