@@ -119,7 +119,8 @@ def test_audit_model_takes_the_spec(tmp_path: Path) -> None:
                                 "and the earth. And the earth was without form"}) + "\n",
                     encoding="utf-8")
     assert main(["audit", "--text", str(text), "--model", "scripted:echo", "--runs-dir",
-                 str(runs), "--no-cache", "--no-pearl", "--recap-passages", "0"]) == 0
+                 str(runs), "--no-cache", "--no-pearl", "--recap-passages", "0",
+                 "--null-model", "none"]) == 0
     (audit,) = runs.iterdir()
     (run_dir,) = (audit / "runs").iterdir()  # no controls, no RECAP: prefix probing only
     with RunStore(run_dir) as store:

@@ -54,7 +54,7 @@ def test_what_the_jobs_store_reads_as_typed_records(tmp_path: Path) -> None:
     text.write_text("".join(json.dumps({"id": f"t{i}", "text": f"First sentence {i}. " + " ".join(
         f"t{i}w{j}" for j in range(40))}) + "\n" for i in range(3)), encoding="utf-8")
     s = AuditSettings(passage_words=40, pearl=False, cache=False, n_bootstrap=0,
-                      recap_passages=2, recap_rounds=2)
+                      recap_passages=2, recap_rounds=2, null_model="scripted:reference")
     folder = create_audit([str(text)], ["scripted:echo"], [], s, runs_dir=tmp_path / "runs")
     execute_audit(folder, say=lambda _: None)
     runs = load_manifest(folder)["models"][0]["runs"]

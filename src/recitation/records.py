@@ -123,6 +123,7 @@ class PrefixProbeRecord(BaseModel):
     rouge_l_recall: float | None = None
     verdict: str = ""
     request: dict[str, Any] | None = None  # the generation request, as sent
+    null: dict[str, Any] | None = None  # the verbatim span under the reference model
 
 
 class ScoreRecord(BaseModel):

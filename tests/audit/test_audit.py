@@ -66,7 +66,8 @@ def test_builtin_controls_fit_kjv_only() -> None:
     kjv = builtin_controls(["kjv:famous-long"], 100)
     assert kjv.passages and "2026" in kjv.reason
     other = builtin_controls(["my_book.txt"], 100)
-    assert other.passages == [] and "no verdict" in other.reason
+    assert other.passages == [] and "detectors are not run" in other.reason
+    assert "--null-model" in other.reason  # reproduction is still judged, against the null
 
 
 def _text(tmp_path: Path, n: int = 3) -> Path:
@@ -77,7 +78,8 @@ def _text(tmp_path: Path, n: int = 3) -> Path:
 
 
 def test_no_controls_no_verdict_and_report_from_the_store(tmp_path: Path) -> None:
-    settings = AuditSettings(passage_words=30, pearl=False, cache=False)
+    """No controls and no reference model for the reproduction null: no verdict."""
+    settings = AuditSettings(passage_words=30, pearl=False, cache=False, null_model=None)
     folder = create_audit([str(_text(tmp_path))], ["scripted:echo"], [], settings,
                           runs_dir=tmp_path / "runs")
     manifest = load_manifest(folder)
@@ -109,7 +111,7 @@ def test_a_second_execute_repeats_no_call(tmp_path: Path) -> None:
 
 
 def test_compare_two_audits(tmp_path: Path) -> None:
-    settings = AuditSettings(passage_words=30, pearl=False, cache=False)
+    settings = AuditSettings(passage_words=30, pearl=False, cache=False, null_model=None)
     folders = [create_audit([str(_text(tmp_path, n))], ["scripted:echo"], [], settings,
                             runs_dir=tmp_path / "runs") for n in (2, 3)]
     for f in folders:

@@ -152,7 +152,8 @@ def test_audit_of_the_quick_organism_is_cached_per_checkpoint(quick: BuildResult
         runs = tmp_path / spec.replace(":", "-")
         before = set(runs.iterdir()) if runs.exists() else set()
         assert main(["audit", "--text", str(text), "--model", spec, "--runs-dir", str(runs),
-                     "--no-pearl", "--max-new-tokens", "16", "--recap-passages", "0"]) == 0
+                     "--no-pearl", "--max-new-tokens", "16", "--recap-passages", "0",
+                     "--null-model", "none"]) == 0
         (audit,) = set(runs.iterdir()) - before
         (run,) = (audit / "runs").iterdir()  # no controls, no RECAP: prefix probing only
         with RunStore(run) as store:

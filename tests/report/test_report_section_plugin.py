@@ -55,7 +55,8 @@ def test_a_made_up_section_appears_in_every_report(
     text = tmp_path / "t.jsonl"
     text.write_text("".join(json.dumps({"id": i, "text": " ".join(["w"] * 30)}) + "\n"
                             for i in range(3)), encoding="utf-8")
-    s = AuditSettings(passage_words=30, pearl=False, cache=False, recap_passages=0)
+    s = AuditSettings(passage_words=30, pearl=False, cache=False, recap_passages=0,
+                      null_model=None)
     folder = create_audit([str(text)], ["scripted:echo"], [], s, runs_dir=tmp_path / "runs")
     execute_audit(folder, say=lambda _: None)
     assert main(["report", str(folder)]) == 0

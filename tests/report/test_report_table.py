@@ -52,7 +52,7 @@ def test_every_format_prints_the_same_verdict_table(tmp_path: Path) -> None:
     text = _passages(tmp_path / "text.jsonl", "t", 4)
     ctl = _passages(tmp_path / "ctl.jsonl", "c", 10)
     s = AuditSettings(passage_words=30, pearl=False, cache=False, n_bootstrap=0,
-                      recap_passages=0)
+                      recap_passages=0, null_model=None)
     with_ctl = create_audit([str(text)], ["scripted:echo"], [str(ctl)], s,
                             runs_dir=tmp_path / "runs")
     without = create_audit([str(text)], ["scripted:echo"], [], s, runs_dir=tmp_path / "runs")

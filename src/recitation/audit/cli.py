@@ -19,6 +19,9 @@ SETTINGS: tuple[tuple[str, str, Any, str], ...] = (
     ("--pearl-max-intensity", "pearl_max_intensity", int, "PEARL's highest intensity"),
     ("--target-fpr", "target_fpr", float, "false-positive rate the verdicts are calibrated to"),
     ("--bootstrap", "n_bootstrap", int, "bootstrap resamples of the confidence intervals"),
+    ("--null-model", "null_model", str, "without controls: the reference model of the "
+     "reproduction null (a model that cannot have memorized the text)"),
+    ("--null-alpha", "null_alpha", float, "the reproduction null's level over the passages"),
     ("--seed", "seed", int, "seed"),
 )
 """The audit's command-line settings: (flag, AuditSettings field, type, help)."""
@@ -59,7 +62,7 @@ def add_audit_parser(sub: Any) -> None:
     # AuditSettings, whose defaults, shown in the help, are the only ones
     for flag, field, kind, text in SETTINGS:
         p.add_argument(flag, dest=f"setting_{field}", type=kind, default=None,
-                       metavar="X" if kind is float else "N", help=text)
+                       metavar={float: "X", str: "SPEC"}.get(kind, "N"), help=text)
     p.add_argument("--no-pearl", dest="setting_pearl", action="store_false", default=None,
                    help="skip PEARL (the costliest black-box detector)")
     p.add_argument("--no-cache", dest="setting_cache", action="store_false", default=None,

@@ -184,9 +184,11 @@ def builtin_controls(text_specs: list[str], passage_words: int) -> Controls:
         "no --controls given and no built-in control set fits this text (the built-in sets "
         "are KJV-style prose written after the models' cutoff: they fit only kjv:... texts); "
         "without text the model cannot have seen, in the same genre and era, nothing tells "
-        "memorization from a model that is simply good at this kind of text, so the report "
-        "gives no verdict. Pass --controls with such text (e.g. passages written after the "
-        "model's training cutoff, or held out of its fine-tuning)"))
+        "memorization from a model that is simply good at this kind of text, so the "
+        "detectors are not run; verbatim reproduction is judged against a reference model "
+        "that cannot have memorized the text (--null-model). Pass --controls with such text "
+        "(e.g. passages written after the model's training cutoff, or held out of its "
+        "fine-tuning) for the detectors' verdict"))
 
 
 def write_jsonl(path: Path, passages: list[Passage], group: str) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from recitation import methods
 from recitation.audit.inputs import (
@@ -43,6 +43,7 @@ from recitation.audit.inputs import (
 )
 from recitation.audit.recap import create_recap_runs
 from recitation.errors import ConfigError
+from recitation.extract.null import DEFAULT_ALPHA, DEFAULT_NULL_MODEL
 from recitation.methods import Access
 from recitation.models import registry
 from recitation.models.config import ModelConfig, parse_model_spec
@@ -81,8 +82,18 @@ class AuditSettings(BaseModel):
     min_tokens: int = Field(40, ge=1, description="verbatim passage length (RECAP: 40)")
     corpus: list[str] = Field(default_factory=list, description="infini-gram index folders")
     batch_size: int = Field(8, ge=1)
+    null_model: str | None = Field(DEFAULT_NULL_MODEL, description="without controls: the "
+                                   "reference model whose probability of each verbatim span "
+                                   "decides reproduction beyond chance (None: no null)")
+    null_alpha: float = Field(DEFAULT_ALPHA, gt=0, lt=1, description="the null's family-wise "
+                              "level over the text passages (Bonferroni)")
     seed: int = 0
     cache: bool = True
+
+    @field_validator("null_model")
+    @classmethod
+    def _no_null(cls, v: str | None) -> str | None:
+        return None if v is None or v.strip().lower() in ("", "none") else v
 
 
 def plan_methods(spec: str, settings: AuditSettings, n_controls: int | None = None
@@ -130,11 +141,21 @@ def runs_of(kind: str, chosen: list[str]) -> list[str]:
     return [f for f in chosen if by_family.get(f) == kind]
 
 
-def _prefix_cfg(spec: str, s: AuditSettings, passages: Path, mode: str) -> Any:
+def null_model_for(spec: str, s: AuditSettings, has_controls: bool) -> str | None:
+    """The reference model of the reproduction null (extract/null.py): for an audit without
+    controls, the settings' ``null_model`` unless it is the audited model itself."""
+    if has_controls or not s.null_model:
+        return None
+    return None if parse_model_spec(s.null_model) == parse_model_spec(spec) else s.null_model
+
+
+def _prefix_cfg(spec: str, s: AuditSettings, passages: Path, mode: str,
+                null: str | None = None) -> Any:
     target_words = math.ceil(s.passage_words * (1 - s.prefix_fraction))
     params = {"source": "jsonl", "path": str(passages), "max_words": s.passage_words,
               "prefix_fraction": s.prefix_fraction, "keep_spacing": True, "mode": mode,
-              "max_new_tokens": s.max_new_tokens or 2 * target_words + 8}
+              "max_new_tokens": s.max_new_tokens or 2 * target_words + 8,
+              "null_model": parse_model_spec(null) if null else None}
     model = parse_model_spec(spec) | {"batch_size": s.batch_size}
     return parse_config({"job": "prefix_probe", "name": "audit-prefix", "seed": s.seed,
                          "model": model, "cache": s.cache, "params": params}, source="audit")
@@ -219,7 +240,8 @@ def _create_runs(folder: Path, manifest: dict[str, Any], s: AuditSettings) -> No
     for entry in manifest["models"]:
         spec, chosen = entry["spec"], entry["methods"]
         if runs_of("prefix_probe", chosen):
-            cfg = _prefix_cfg(spec, s, inputs / "passages.jsonl", _mode(spec))
+            cfg = _prefix_cfg(spec, s, inputs / "passages.jsonl", _mode(spec),
+                              null_model_for(spec, s, has_controls))
             entry["runs"]["prefix_probe"] = create_run(cfg, runs).name
         if runs_of("recap", chosen):
             create_recap_runs(inputs, runs, spec, s, entry, has_controls)

@@ -82,6 +82,13 @@ def words(text: str) -> list[str]:
     return WORD.findall(text.lower().translate(_APOSTROPHES))
 
 
+def word_ends(text: str) -> list[int]:
+    """Where each word of :func:`words` ends in ``text`` (a character offset), so a count of
+    words maps back to the text they cover."""
+    # \w matches either case: no lower-casing, which may change the length of the text
+    return [m.end() for m in WORD.finditer(text.translate(_APOSTROPHES))]
+
+
 CHARS_PER_TOKEN = 4
 
 

@@ -37,6 +37,7 @@ from recitation.metrics.edit import longest_common_prefix
 from recitation.metrics.rouge import rouge_l
 from recitation.models.base import GenerationRequest, Model
 from recitation.prompts import copy_exactly
+from recitation.runs.config import ModelConfig
 from recitation.runs.jobs import Job, Table, WorkItem
 
 
@@ -72,6 +73,9 @@ class PrefixProbeParams(BaseModel):
     near_verbatim_rouge: float = Field(0.75, ge=0, le=1)
     keep_spacing: bool = Field(False, description="give the prefix with the passage's own "
                                "spacing and line breaks (default: words joined by spaces)")
+    null_model: ModelConfig | None = Field(None, description="a reference model that cannot "
+                                           "have memorized the text: the probability it gives "
+                                           "each verbatim span (extract/null.py)")
 
     @model_validator(mode="after")
     def _need_path(self) -> PrefixProbeParams:
@@ -143,8 +147,28 @@ class PrefixProbeJob(Job):
         reqs = [self._request(it.payload["prefix"], it.payload["target"]) for it in items]
         gens = await model.generate(reqs)
         # the exact request beside its result (records.PrefixProbeRecord.request)
-        return [self.score(it, g.text) | {"request": r.to_dict()}
-                for it, r, g in zip(items, reqs, gens, strict=True)]
+        out = [self.score(it, g.text) | {"request": r.to_dict()}
+               for it, r, g in zip(items, reqs, gens, strict=True)]
+        if self.params.null_model is not None:
+            await self._null(out, model)
+        return out
+
+    async def _null(self, records: list[dict[str, Any]], model: Model) -> None:
+        """Each verbatim span's probability under the reference model (``null``: None for a
+        passage not reproduced verbatim)."""
+        from recitation.extract.null import null_scores, reproduced_span
+
+        assert self.params.null_model is not None
+        ref = self.model_for(self.params.null_model, model)
+        todo = [r for r in records if r["verdict"] == "verbatim"]
+        spans = [reproduced_span(r["target"], r["lcp_words"]) for r in todo]
+        found = await null_scores(ref, [(r["prefix"], s) for r, s in zip(todo, spans,
+                                                                         strict=True)])
+        name = ref.identity().get("model")
+        for r in records:
+            r["null"] = None
+        for r, s, f in zip(todo, spans, found, strict=True):
+            r["null"] = {"model": name, "span_words": r["lcp_words"], "span": s, **f}
 
     def score(self, item: WorkItem, continuation: str) -> dict[str, Any]:
         target = item.payload["target"]
@@ -188,7 +212,7 @@ def _clip(text: str, n: int, left: bool = False) -> str:
 
 
 def _calls(p: Mapping[str, Any]) -> Calls:
-    return Calls(generate=1)
+    return Calls(generate=1, reference=2 * int(p.get("null_model") is not None))
 
 
 PREFIX_PROBE = MethodInfo(
@@ -196,9 +220,10 @@ PREFIX_PROBE = MethodInfo(
     paper="recap.md §4.2 (Prefix-Probing: Karamolegkou et al. 2023); verbatim as HELM's "
     "longest common prefix", access=frozenset({Access.GENERATE}),
     writes=("continuation", "lcp_words", "rouge_l_f1", "verdict"), calls=_calls,
-    calls_formula="1 generation", job="prefix_probe", family="prefix_probe", unit="passage",
+    calls_formula="1 generation (+ at most 2 reference-model scores with null_model)",
+    job="prefix_probe", family="prefix_probe", unit="passage",
     audit=AuditUse(run="prefix_probe", order=10),
     options=("mode", "chat_prompt", "max_words", "prefix_fraction", "max_new_tokens",
-             "keep_spacing"),
+             "keep_spacing", "null_model"),
     summary="continue each passage from its first words; longest common prefix, ROUGE-L and "
     "a verbatim / near-verbatim verdict against the true continuation (recitation demo)")

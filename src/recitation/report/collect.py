@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from recitation.errors import StoreError
+from recitation.metrics.null import DEFAULT_ALPHA
 from recitation.metrics.weighted import weighted_rouge
 from recitation.records import PrefixProbeRecord
 from recitation.report.evidence import evidence_item
 from recitation.report.recap import recap_group, recap_summary
 from recitation.report.sections import collect_sections
-from recitation.report.stats import detection, extraction_stats, verdict
+from recitation.report.stats import detection, extraction_stats, null_summary, verdict
 from recitation.report.table import verdict_table
 from recitation.runs.audits import RECAP_RUNS, load_manifest
 from recitation.runs.store import RunStore
@@ -102,6 +103,10 @@ def _prefix(run: Path, settings: dict[str, Any], redact: bool) -> dict[str, Any]
         groups[g] = extraction_stats(ev) | {"rouge_l_weighted": weighted_rouge(
             [r.get("rouge_l_recall") for r in rs], [r.get("target_words", 0) for r in rs])
             if rs else None}
+    if any("null" in r for _, r in records):  # the run had a reference model
+        groups["text"]["null"] = null_summary(
+            [e for e in evidence if e["group"] == "text"],
+            float(settings.get("null_alpha", DEFAULT_ALPHA)))
     return {"groups": groups, "evidence": evidence, "cost": cost, "provenance": prov}
 
 

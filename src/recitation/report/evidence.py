@@ -73,6 +73,14 @@ def digest(text: str) -> dict[str, Any]:
             "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
 
 
+def _null(null: Any, redact: bool) -> dict[str, Any] | None:
+    """The verbatim span's probability under the reference model (extract/null.py); its
+    text only when the report is not redacted."""
+    if not isinstance(null, dict):
+        return None
+    return {k: v for k, v in null.items() if not (redact and k == "span")}
+
+
 def evidence_item(item_id: str, record: dict[str, Any], prompt: Any, *, min_tokens: int,
                   redact: bool) -> dict[str, Any]:
     """One attempt of prefix probing: gold continuation, attempt, spans, prompt."""
@@ -83,6 +91,7 @@ def evidence_item(item_id: str, record: dict[str, Any], prompt: Any, *, min_toke
         "lcp_words": record.get("lcp_words"),
         **span_summary(gold, attempt, min_tokens),
         "hint_leak": None,  # prefix probing gives no hint beyond the prefix itself
+        "null": _null(record.get("null"), redact),
     }
     spans = highlight_spans(gold, attempt)
     if redact:

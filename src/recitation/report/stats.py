@@ -13,6 +13,7 @@ Clopper-Pearson interval of the flagged share.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,27 @@ def extraction_stats(evidence: list[dict[str, Any]]) -> dict[str, Any]:
             "passages": sum(int(e["passages"]) for e in evidence),
             "longest_span": max(longest, default=0), "longest_spans": longest,
             "gold_tokens": sum(int(e["gold_tokens"]) for e in evidence)}
+
+
+def null_summary(evidence: list[dict[str, Any]], alpha: float) -> dict[str, Any]:
+    """The reproduction null over the text passages (extract/null.py): each verbatim span's
+    probability under the reference model, the threshold ``alpha / N`` fixed by the
+    settings, and the passages reproduced beyond chance."""
+    from recitation.metrics.null import beyond_chance
+
+    n = len(evidence)
+    spans = []
+    for e in evidence:
+        if not (nul := e.get("null")):
+            continue
+        lp = nul.get("logprob")
+        spans.append({"id": e["id"], "words": nul.get("span_words"), "tokens": nul.get(
+            "tokens"), "log10_p": nul.get("log10_p"), "error": nul.get("error"),
+            "beyond_chance": beyond_chance(lp, n, alpha)})
+    model = next((e["null"].get("model") for e in evidence if e.get("null")), None)
+    return {"model": model, "alpha": alpha, "n": n,
+            "threshold_log10": math.log10(alpha / n) if n else None, "spans": spans,
+            "beyond_chance": sum(s["beyond_chance"] for s in spans)}
 
 
 def fisher_greater(a: int, n_a: int, b: int, n_b: int) -> float | None:
@@ -118,11 +140,11 @@ def verdict(model: dict[str, Any], controls: dict[str, Any]) -> dict[str, Any]:
                        f"{t['longest_span']} tokens (controls: {c.get('longest_span', 0)})")
     verbatim, p_ex = _verbatim(t, c)
     if not controls.get("n"):
-        return {"label": "no verdict", "level": "none", "reasons": reasons + [
-            controls.get("reason", "no controls")], "p_extraction": None}
+        return _without_controls(t.get("null"), reasons + [controls.get("reason",
+                                                                        "no controls")])
     det = model.get("detection") or {}
     if det.get("shift_warnings"):
-        return {"label": "no verdict", "level": "none", "p_extraction": p_ex,
+        return {"label": "no verdict", "level": "none", "p_extraction": p_ex, "evidence": None,
                 "reasons": reasons + ["the controls differ from the text on simple features "
                                       "(" + "; ".join(det["shift_warnings"]) + ")"]}
     flagged = [det["detectors"][p] for p in det.get("primary", [])
@@ -140,15 +162,51 @@ def verdict(model: dict[str, Any], controls: dict[str, Any]) -> dict[str, Any]:
                        f"controls (Fisher exact p {_f(p_recap)})")
     if verbatim or by_recap:
         label, level = "memorized: reproduces the text verbatim", "high"
+        kind = "reproduction against controls"
     elif flagged:
         label, level = "signs of training on the text (detectors), no verbatim reproduction", \
             "medium"
+        kind = "detectors against controls"
     else:
         label, level = "no evidence of memorization found", "low"
+        kind = "reproduction and detectors against controls"
     if c.get("reproduced"):
         reasons.append("the model also reproduced control text it cannot have seen: read "
                        "reproduction with care (formulaic or predictable text)")
-    return {"label": label, "level": level, "reasons": reasons, "p_extraction": p_ex}
+    return {"label": label, "level": level, "reasons": reasons, "p_extraction": p_ex,
+            "evidence": kind}
+
+
+NULL_DOES_NOT_MEAN = ("a span reproduced beyond chance shows the model memorized that "
+                     "text, not where from: a passage quoted widely elsewhere is memorized "
+                     "too, not necessarily from this edition")
+
+
+def _without_controls(null: dict[str, Any] | None, reasons: list[str]) -> dict[str, Any]:
+    """The verdict of an audit with no controls: reproduction judged against the reference
+    model's null (extract/null.py), else none."""
+    if not null:
+        return {"label": "no verdict", "level": "none", "reasons": reasons,
+                "p_extraction": None, "evidence": None}
+    hits = [s for s in null["spans"] if s["beyond_chance"]]
+    rule = (f"rule fixed before the run: a verbatim span whose probability after the same "
+            f"prefix under {null['model']} (a model that cannot have memorized the text) is "
+            f"at most alpha / N = {null['alpha']:g} / {null['n']} (log10 "
+            f"{_f(null['threshold_log10'])}); family-wise false-positive rate at most "
+            f"{null['alpha']:g} when the audited model writes unseen text no more readily "
+            f"than the reference")
+    spans = "; ".join(f"{s['id']}: {s['words']} words, log10 p {_f(s['log10_p'])}"
+                      for s in hits[:5])
+    if hits:
+        return {"label": "memorized: reproduces the text verbatim, improbable by chance",
+                "level": "high", "p_extraction": None, "evidence": "reproduction",
+                "reasons": reasons + [f"{len(hits)} of {null['n']} text passages reproduced "
+                                      f"verbatim beyond chance ({spans})", rule,
+                                      NULL_DOES_NOT_MEAN]}
+    return {"label": "no reproduction beyond chance found (no controls: detectors not run)",
+            "level": "low", "p_extraction": None, "evidence": "reproduction",
+            "reasons": reasons + [f"{len(null['spans'])} verbatim span(s), none beyond "
+                                  "chance", rule]}
 
 
 def _verbatim(t: dict[str, Any], c: dict[str, Any]) -> tuple[bool, float | None]:
