@@ -31,6 +31,7 @@ class Section:
 
 SECTIONS: dict[str, str] = {
     "tracing": "recitation.report.tracing:SECTION",
+    "dataset_inference": "recitation.report.inference:SECTION",
 }
 """name -> ``module:attr`` of its :class:`Section`, in the order the reports show them
 (after the verdict and each model's details)."""
