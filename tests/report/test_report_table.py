@@ -78,8 +78,14 @@ def test_every_format_prints_the_same_verdict_table(tmp_path: Path) -> None:
     # "n/a", the same string in every format (no "-" or en dash)
     full = json.loads((with_ctl / "report.json").read_text("utf-8"))["verdict_table"]["rows"][0]
     empty = json.loads((without / "report.json").read_text("utf-8"))["verdict_table"]["rows"][0]
-    assert MISSING not in full[:5] and re.fullmatch(r"0/10", full[3])
-    assert empty[3] == MISSING and empty[-1] == MISSING and empty[5].endswith(f"/ {MISSING}")
+    col = {name: i for i, name in enumerate(VERDICT_COLUMNS)}
+    assert MISSING not in full[:6] and re.fullmatch(r"0/10", full[col["controls reproduced"]])
+    assert empty[col["controls reproduced"]] == MISSING and empty[-1] == MISSING
+    assert empty[col["longest span (text / controls)"]].endswith(f"/ {MISSING}")
+    # what each verdict rests on, with its error rate; none without controls or a null
+    assert full[col["evidence (error rate)"]].startswith(
+        "reproduction and detectors against controls (FPR bound ")
+    assert empty[col["evidence (error rate)"]] == MISSING
     assert not any(c in ("-", "–") or "–" in c for c in empty + full)
 
 

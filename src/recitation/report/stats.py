@@ -160,21 +160,35 @@ def verdict(model: dict[str, Any], controls: dict[str, Any]) -> dict[str, Any]:
     if by_recap:
         reasons.append(f"RECAP reproduced text verbatim that it did not reproduce for the "
                        f"controls (Fisher exact p {_f(p_recap)})")
+    det_rate = _detector_rate(det)
     if verbatim or by_recap:
         label, level = "memorized: reproduces the text verbatim", "high"
         kind = "reproduction against controls"
+        ps = [p for p in (p_ex if verbatim else None, p_recap if by_recap else None)
+              if p is not None]
+        rate = f"Fisher exact p {_f(min(ps))}" if ps else ""
     elif flagged:
         label, level = "signs of training on the text (detectors), no verbatim reproduction", \
             "medium"
-        kind = "detectors against controls"
+        kind, rate = "detectors against controls", det_rate
     else:
         label, level = "no evidence of memorization found", "low"
-        kind = "reproduction and detectors against controls"
-    if c.get("reproduced"):
-        reasons.append("the model also reproduced control text it cannot have seen: read "
-                       "reproduction with care (formulaic or predictable text)")
+        kind, rate = "reproduction and detectors against controls", det_rate
+    reasons += [CONTROLS_REPRODUCED] if c.get("reproduced") else []
     return {"label": label, "level": level, "reasons": reasons, "p_extraction": p_ex,
-            "evidence": kind}
+            "evidence": kind, "error_rate": rate}
+
+
+CONTROLS_REPRODUCED = ("the model also reproduced control text it cannot have seen: read "
+                       "reproduction with care (formulaic or predictable text)")
+
+
+def _detector_rate(det: dict[str, Any]) -> str:
+    """The detectors' error rate as the verdict states it (empty without detectors)."""
+    primary = [det["detectors"][p] for p in det.get("primary", [])]
+    bounds = [d["fpr_bound"] for d in primary if d.get("fpr_bound") is not None]
+    return (f"FPR bound {_f(max(bounds))} per detector, Bonferroni over {len(primary)}"
+            if bounds else "")
 
 
 NULL_DOES_NOT_MEAN = ("a span reproduced beyond chance shows the model memorized that "
@@ -200,11 +214,13 @@ def _without_controls(null: dict[str, Any] | None, reasons: list[str]) -> dict[s
     if hits:
         return {"label": "memorized: reproduces the text verbatim, improbable by chance",
                 "level": "high", "p_extraction": None, "evidence": "reproduction",
+                "error_rate": f"null: family-wise <= {null['alpha']:g}",
                 "reasons": reasons + [f"{len(hits)} of {null['n']} text passages reproduced "
                                       f"verbatim beyond chance ({spans})", rule,
                                       NULL_DOES_NOT_MEAN]}
     return {"label": "no reproduction beyond chance found (no controls: detectors not run)",
             "level": "low", "p_extraction": None, "evidence": "reproduction",
+            "error_rate": f"null: family-wise <= {null['alpha']:g}",
             "reasons": reasons + [f"{len(null['spans'])} verbatim span(s), none beyond "
                                   "chance", rule]}
 

@@ -11,7 +11,8 @@ from typing import Any
 MISSING = "n/a"
 """What every format prints for a value the audit does not have (no controls, no run)."""
 
-VERDICT_COLUMNS = ["model", "verdict", "text reproduced", "controls reproduced",
+VERDICT_COLUMNS = ["model", "verdict", "evidence (error rate)", "text reproduced",
+                   "controls reproduced",
                    "40-token passages", "longest span (text / controls)",
                    "ROUGE-L (text / controls)", "flagged (primary detectors)"]
 
@@ -54,7 +55,10 @@ def verdict_row(m: dict[str, Any]) -> list[str]:
     ex = m.get("extraction") or {}
     # a group with no passage has no longest span or ROUGE-L either (not 0)
     t, c = ({} if not (g := ex.get(k) or {}).get("n") else g for k in ("text", "control"))
-    return [m["spec"], m["verdict"]["label"], of(t.get("reproduced"), t.get("n")),
+    v = m["verdict"]
+    evidence = (f"{v['evidence']} ({v['error_rate']})" if v.get("error_rate")
+                else v.get("evidence") or MISSING)
+    return [m["spec"], v["label"], evidence, of(t.get("reproduced"), t.get("n")),
             of(c.get("reproduced"), c.get("n")), fmt(t.get("passages")),
             pair(t.get("longest_span"), c.get("longest_span")),
             pair(t.get("rouge_l_weighted"), c.get("rouge_l_weighted")),
