@@ -126,8 +126,8 @@ def finish_audit(folder: Path) -> int:
     findings = collect(folder)  # once: the three reports and the table below
     paths = write_findings(findings, folder)
     t = RichTable(title="Audit verdict")
-    for col in VERDICT_COLUMNS:
-        t.add_column(col)
+    for i, col in enumerate(VERDICT_COLUMNS):
+        t.add_column(col, no_wrap=i == 0)  # a model spec is never cut
     for row in verdict_rows(findings):
         t.add_row(*row)
     console.print(t)

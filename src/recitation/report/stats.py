@@ -186,7 +186,10 @@ CONTROLS_REPRODUCED = ("the model also reproduced control text it cannot have se
 def _detector_rate(det: dict[str, Any]) -> str:
     """The detectors' error rate as the verdict states it (empty without detectors)."""
     primary = [det["detectors"][p] for p in det.get("primary", [])]
-    bounds = [d["fpr_bound"] for d in primary if d.get("fpr_bound") is not None]
+    bounds = [d["fpr_bound"] for d in primary
+              if d.get("reachable") and d.get("fpr_bound") is not None]
+    if primary and not bounds:
+        return "no detector reached its target FPR with these controls: none could flag"
     return (f"FPR bound {_f(max(bounds))} per detector, Bonferroni over {len(primary)}"
             if bounds else "")
 
