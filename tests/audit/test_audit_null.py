@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from recitation.extract.null import beyond_chance, reproduced_span, span_logprob
+from recitation.extract.null import reproduced_span, span_logprob
+from recitation.metrics.null import beyond_chance
 from recitation.models.base import TokenScores
 from recitation.report.stats import null_summary, verdict
 

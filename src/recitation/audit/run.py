@@ -43,8 +43,9 @@ from recitation.audit.inputs import (
 )
 from recitation.audit.recap import create_recap_runs
 from recitation.errors import ConfigError
-from recitation.extract.null import DEFAULT_ALPHA, DEFAULT_NULL_MODEL
+from recitation.extract.null import DEFAULT_NULL_MODEL
 from recitation.methods import Access
+from recitation.metrics.null import DEFAULT_ALPHA
 from recitation.models import registry
 from recitation.models.config import ModelConfig, parse_model_spec
 from recitation.models.registry import capabilities_of

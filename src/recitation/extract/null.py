@@ -13,10 +13,11 @@ one) gives the probability of the reproduced span after the same prefix::
 
 A text passage counts as **reproduced beyond chance** when the continuation repeats at least
 ``min_words`` words of it exactly from the start (the prefix probe's verbatim rule) and
-``p_null <= alpha / N`` (N: the text passages probed; Bonferroni over them, so under the null
-"the audited model writes an unseen span no more readily than the reference model" the chance
-of any false flag is at most ``alpha``). Both are fixed before the run (audit settings
-``null_model``, ``null_alpha``). What the rule does not cover: text the audited model saw
+``p_null <= alpha / N`` (:func:`recitation.metrics.null.beyond_chance`; N: the text
+passages probed; Bonferroni over them, so under the null "the audited model writes an
+unseen span no more readily than the reference model" the chance of any false flag is at
+most ``alpha``). Both are fixed before the run (audit settings ``null_model``,
+``null_alpha``). What the rule does not cover: text the audited model saw
 elsewhere (a passage quoted widely is memorized, but not necessarily from this edition), and
 a reference far weaker than the audited model makes ordinary continuations look improbable;
 the false-verdict rate measured on text the model has not seen is in docs/report.md.
@@ -29,7 +30,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from recitation.corpus.tokenize import word_ends
-from recitation.metrics.null import DEFAULT_ALPHA, beyond_chance
 from recitation.models.base import Model, TokenScores
 
 DEFAULT_NULL_MODEL = "smollm2"
@@ -76,5 +76,4 @@ async def null_scores(ref: Model, pairs: Sequence[tuple[str, str]]) -> list[dict
     return out
 
 
-__all__ = ["DEFAULT_ALPHA", "DEFAULT_NULL_MODEL", "beyond_chance", "null_scores",
-           "reproduced_span", "span_logprob"]
+__all__ = ["DEFAULT_NULL_MODEL", "null_scores", "reproduced_span", "span_logprob"]
