@@ -8,6 +8,8 @@ from typing import Any
 
 SETTINGS: tuple[tuple[str, str, Any, str], ...] = (
     ("--passages", "passages", int, "text passages (0: all)"),
+    ("--sample", "sample", str, "a book's passages: chapters (drawn at random by chapter: "
+     "a whole-book estimate) or even (evenly spaced)"),
     ("--n-controls", "controls", int, "control passages (0: all)"),
     ("--passage-words", "passage_words", int, "words per passage"),
     ("--max-new-tokens", "max_new_tokens", int, "reply limit of prefix probing"),
@@ -18,6 +20,8 @@ SETTINGS: tuple[tuple[str, str, Any, str], ...] = (
     ("--pearl-outputs", "pearl_outputs", int, "PEARL outputs per input"),
     ("--pearl-max-intensity", "pearl_max_intensity", int, "PEARL's highest intensity"),
     ("--target-fpr", "target_fpr", float, "false-positive rate the verdicts are calibrated to"),
+    ("--fdr-q", "fdr_q", float, "several works (a catalogue): the false discovery rate of "
+     "the works found"),
     ("--bootstrap", "n_bootstrap", int, "bootstrap resamples of the confidence intervals"),
     ("--null-model", "null_model", str, "without controls: the reference model of the "
      "reproduction null (a model that cannot have memorized the text)"),
@@ -67,6 +71,8 @@ def add_audit_parser(sub: Any) -> None:
                    help="skip PEARL (the costliest black-box detector)")
     p.add_argument("--no-cache", dest="setting_cache", action="store_false", default=None,
                    help="do not use the response cache")
+    p.add_argument("--yes", action="store_true", help="make paid calls without asking (the "
+                   "cost estimate is printed first either way)")
     p.add_argument("--resume", metavar="AUDIT", default=None,
                    help="finish a killed audit (its folder or id); other options ignored")
     p.add_argument("--runs-dir", type=Path, default=None)
@@ -105,11 +111,12 @@ def cmd_audit(args: argparse.Namespace) -> int:
         folder = create_audit(args.text, args.model or ["smollm2"], args.controls, settings,
                               runs_dir=args.runs_dir, redact=args.redact)
     console.print(f"audit folder: {folder}")
-    return finish_audit(folder)
+    return finish_audit(folder, yes=args.yes)
 
 
-def finish_audit(folder: Path) -> int:
-    """Execute the audit's runs, write the reports, print the verdict table."""
+def finish_audit(folder: Path, *, yes: bool = False) -> int:
+    """Print the cost estimate (and ask before paid calls), execute the audit's runs, write
+    the reports, print the verdict table."""
     from rich.table import Table as RichTable
 
     from recitation.audit.run import execute_audit
@@ -122,6 +129,9 @@ def finish_audit(folder: Path) -> int:
     manifest = load_manifest(folder)
     c = manifest["controls"]
     console.print(f"controls: {c['reason']}" + (f" ({c['n']} passages)" if c["n"] else ""))
+    if not _go_ahead(folder, yes):
+        console.print(f"not started; 'recitation audit --resume {folder}' starts it")
+        return 1
     outcomes = execute_audit(folder, say=console.print)
     findings = collect(folder)  # once: the three reports and the table below
     paths = write_findings(findings, folder)
@@ -131,6 +141,7 @@ def finish_audit(folder: Path) -> int:
     for row in verdict_rows(findings):
         t.add_row(*row)
     console.print(t)
+    _section_lines(findings, console.print)
     console.print(f"report: {paths['html']}\n        {paths['md']}\n        {paths['json']}")
     bad = [o for o in outcomes if o.status != "completed"]
     if bad:
@@ -138,3 +149,27 @@ def finish_audit(folder: Path) -> int:
                       f"{folder}' finishes them")
         return 4
     return 0
+
+
+def _go_ahead(folder: Path, yes: bool) -> bool:
+    """The estimate of every model's calls, printed; True to run them (audit/estimate.py)."""
+    from recitation.audit.estimate import confirm, estimate_audit
+    from recitation.runs.console import console
+
+    estimates = estimate_audit(folder)
+    for e in estimates:
+        console.print(e.line())
+    return confirm(estimates, folder, yes=yes)
+
+
+def _section_lines(findings: dict[str, Any], say: Any) -> None:
+    """What the whole-book and catalogue sections found, under the verdict table."""
+    from recitation.report.catalogue import headline
+    from recitation.report.whole_book import lines
+
+    sections = findings.get("sections", {})
+    for line in lines(sections["whole_book"]) if "whole_book" in sections else []:
+        say(line)
+    if cat := sections.get("catalogue"):
+        for spec, r in cat["models"].items():
+            say(f"catalogue, {spec}: {headline(r, cat['n_works'])}")

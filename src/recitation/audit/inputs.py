@@ -32,6 +32,7 @@ class Passage:
     id: str
     text: str
     source: str
+    chapter: str = ""  # a book's passages: "<n> <heading>" of the chapter it starts in
 
 
 @dataclass(frozen=True)
@@ -109,9 +110,28 @@ def _cut(words: list[str], n: int) -> list[str]:
     return [" ".join(words[i:i + n]) for i in range(0, len(words) - n + 1, n)]
 
 
+def _chapter_marks(text: str) -> list[tuple[int, str]]:
+    """``(first word, heading)`` of each chapter heading of ``text`` (corpus/text.py's rule),
+    ``(0, "Front matter")`` first."""
+    from recitation.corpus.text import DEFAULT_HEADING
+
+    marks, words, pos = [(0, "Front matter")], 0, 0
+    for m in DEFAULT_HEADING.finditer(text):
+        words += len(text[pos:m.start(1)].split())
+        pos = m.start(1)
+        marks.append((words, " ".join(m.group(1).split())))
+    return marks
+
+
 def _from_book(path: Path, passage_words: int, stem: str) -> list[Passage]:
-    chunks = _cut(_book_text(path).split(), passage_words)
-    return [Passage(f"{stem}:{i:05d}", c, stem) for i, c in enumerate(chunks)]
+    text = _book_text(path)
+    chunks = _cut(text.split(), passage_words)
+    marks, out, k = _chapter_marks(text), [], 0
+    for i, c in enumerate(chunks):
+        while k + 1 < len(marks) and marks[k + 1][0] <= i * passage_words:
+            k += 1
+        out.append(Passage(f"{stem}:{i:05d}", c, stem, f"{k:03d} {marks[k][1]}"))
+    return out
 
 
 def _from_jsonl(path: Path, passage_words: int) -> list[Passage]:

@@ -25,7 +25,7 @@ import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -34,6 +34,7 @@ from recitation.audit.inputs import (
     Controls as ControlSet,
 )
 from recitation.audit.inputs import (
+    Passage,
     builtin_controls,
     given_controls_reason,
     load_passages,
@@ -42,9 +43,11 @@ from recitation.audit.inputs import (
     write_jsonl,
 )
 from recitation.audit.recap import create_recap_runs
+from recitation.audit.sampling import select_passages
 from recitation.errors import ConfigError
 from recitation.extract.null import DEFAULT_NULL_MODEL
 from recitation.methods import Access
+from recitation.metrics.fdr import DEFAULT_Q
 from recitation.metrics.null import DEFAULT_ALPHA
 from recitation.models import registry
 from recitation.models.config import ModelConfig, parse_model_spec
@@ -63,7 +66,11 @@ class AuditSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    passages: int = Field(12, ge=0, description="text passages audited (0: all)")
+    passages: int = Field(12, ge=0, description="text passages audited (0: all); with "
+                          "several works (a catalogue), of each work")
+    sample: Literal["chapters", "even"] = Field(
+        "chapters", description="a book's passages: chapters, drawn at random by chapter "
+        "(a whole-book estimate with its interval); even: evenly spaced (earlier audits)")
     controls: int = Field(12, ge=0, description="control passages (0: all)")
     passage_words: int = Field(100, ge=8)
     prefix_fraction: float = Field(0.5, gt=0, lt=1)
@@ -79,6 +86,8 @@ class AuditSettings(BaseModel):
     pearl_max_intensity: int = Field(3, ge=1)
     pearl_outputs: int = Field(1, ge=1)
     target_fpr: float = Field(0.1, gt=0, lt=1)
+    fdr_q: float = Field(DEFAULT_Q, gt=0, lt=1, description="several works: the false "
+                         "discovery rate of the catalogue's verdicts (Benjamini-Hochberg)")
     n_bootstrap: int = Field(200, ge=0)
     min_tokens: int = Field(40, ge=1, description="verbatim passage length (RECAP: 40)")
     corpus: list[str] = Field(default_factory=list, description="infini-gram index folders")
@@ -188,6 +197,14 @@ def _controls(s: AuditSettings, text: list[str], controls: list[str]) -> Control
     return ControlSet(pick(found.passages, s.controls), found.spec, True, found.reason)
 
 
+def _text_passages(text: list[str], s: AuditSettings
+                   ) -> tuple[list[Passage], dict[str, Any] | None]:
+    """The audited passages (``passages`` of each work) and, for books drawn by chapter,
+    the sampling design's record (audit/sampling.py)."""
+    every = [p for t in text for p in load_passages(t, s.passage_words)]
+    return select_passages(every, s.passages, by_chapter=s.sample == "chapters", seed=s.seed)
+
+
 def create_audit(text: list[str], models: list[str], controls: list[str],
                  settings: AuditSettings, *, runs_dir: Path | None = None,
                  redact: bool = False, name: str = "audit") -> Path:
@@ -202,8 +219,7 @@ def _create_audit(text: list[str], models: list[str], controls: list[str],
                   name: str) -> Path:
     if not text or not models:
         raise ConfigError("audit: give at least one --text and one --model")
-    passages = pick([p for t in text for p in load_passages(t, settings.passage_words)],
-                    settings.passages)
+    passages, sampling = _text_passages(text, settings)
     ctl = _controls(settings, text, controls)
     for m in models:  # a bad spec or an unbuilt organism: refused before anything is written
         registry.build_backend(ModelConfig(**parse_model_spec(m)))
@@ -230,6 +246,8 @@ def _create_audit(text: list[str], models: list[str], controls: list[str],
                                    "reason": ctl.reason, "n": len(ctl.passages)},
         "settings": settings.model_dump(mode="json"), "redact": redact, "inputs": files,
         "input_hashes": spec_hashes(list(text) + list(controls)), "models": entries}
+    if sampling is not None:
+        manifest["sampling"] = sampling
     save_manifest(folder, manifest)
     _create_runs(folder, manifest, settings)
     return folder

@@ -55,7 +55,7 @@ from recitation.metrics.ncd import Compressor
 from recitation.models.base import Model
 from recitation.records import DetectRecord, ScoreRecord
 from recitation.runs.config import ModelConfig
-from recitation.runs.jobs import Job, Table, WorkItem
+from recitation.runs.jobs import CallEstimate, Job, Table, WorkItem
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +143,17 @@ class DetectJob(Job):
 
     def items(self) -> list[WorkItem]:
         return [WorkItem(f"{s.label}:{s.id}", s.to_dict()) for s in self.samples()]
+
+    def estimate(self) -> CallEstimate:
+        """PEARL's generations and the detectors' scorings (:func:`report.count_calls`), an
+        upper bound: a text asked twice is answered once, and ReCaLL does not score the
+        controls in its prefix; reference-model scorings go to the reference model, not
+        counted here."""
+        from recitation.detect.report import count_calls
+
+        c = count_calls(self)
+        return CallEstimate(c["generate_calls"] + c["score_calls"], c["input_tokens"],
+                            c["output_tokens"], upper_bound=True)
 
     def input_files(self) -> dict[str, Path]:
         """The sample files (and a DC-PDD corpus file) the run reads, for its fingerprint."""

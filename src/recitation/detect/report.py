@@ -212,18 +212,17 @@ def finalize_run(run_dir: Path) -> dict[str, Any]:
     return report
 
 
-def estimate_calls(job: DetectJob, cfg: RunConfig, *, logprobs: bool = True) -> dict[str, Any]:
-    """Model calls, tokens and cost a run of ``job`` will need (before any call is made)."""
+def count_calls(job: DetectJob, *, logprobs: bool = True) -> dict[str, int]:
+    """Model calls and tokens a run of ``job`` will need (before any call is made)."""
     samples = job.samples()
     p = job.params
-    out: dict[str, Any] = {"samples": len(samples), "generate_calls": 0, "score_calls": 0,
-                           "reference_score_calls": 0, "input_tokens": 0, "output_tokens": 0}
+    out = {"samples": len(samples), "generate_calls": 0, "score_calls": 0,
+           "reference_score_calls": 0, "input_tokens": 0, "output_tokens": 0}
     if "pearl" in p.detectors:
         pool, _, _ = job.plan(samples, None)
         out["generate_calls"] = len(pool.requests)
         for r in pool.requests:
-            text = r.prompt or "".join(m.content for m in r.messages or ())
-            out["input_tokens"] += estimate_tokens(text)
+            out["input_tokens"] += estimate_tokens(r.text)
             out["output_tokens"] += r.max_tokens
     from recitation.methods import estimate, family_methods  # calls from the metadata
 
@@ -232,9 +231,15 @@ def estimate_calls(job: DetectJob, cfg: RunConfig, *, logprobs: bool = True) -> 
         out["score_calls"] = per * len(samples)  # recall: its prefix's tokens not counted
         out["input_tokens"] += per * sum(estimate_tokens(s.text) for s in samples)
         out["reference_score_calls"] = scoring.reference * len(samples)
-    table = cfg.price_table()
     out["model_calls"] = (out["generate_calls"] + out["score_calls"]
                           + out["reference_score_calls"])
+    return out
+
+
+def estimate_calls(job: DetectJob, cfg: RunConfig, *, logprobs: bool = True) -> dict[str, Any]:
+    """:func:`count_calls` with the cost of the calls under the run's price table."""
+    out: dict[str, Any] = dict(count_calls(job, logprobs=logprobs))
+    table = cfg.price_table()
     out["estimated_cost_usd"] = table.cost(cfg.model.model, out["input_tokens"],
                                            out["output_tokens"])
     out["priced"] = table.lookup(cfg.model.model) is not None

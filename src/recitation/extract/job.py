@@ -39,24 +39,30 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from recitation.corpus.model import Book, Chapter, Event
+from recitation.corpus.tokenize import estimate_tokens
 from recitation.errors import (
     DEPENDENCIES,
     ConfigError,
     MissingDependencyError,
     install_command,
 )
-from recitation.extract.agents import Pipeline, RecapConfig, run_all
+from recitation.extract.agents import Pipeline, RecapConfig, attempt_allowance, run_all
 from recitation.extract.filter import FilterConfig, Parrot, load_or_train_parrot, score_extraction
 from recitation.extract.prompts import EventMeta
 from recitation.extract.records import EventState, Ledger
 from recitation.extract.summary import SectionSummaryAgent, SummaryConfig
+from recitation.extract.verifier import JUDGE_MAX_TOKENS
 from recitation.methods import Access, require_access
 from recitation.metrics.weighted import strip_given_first_sentence
 from recitation.models.base import Model
 from recitation.runs.config import ModelConfig
-from recitation.runs.jobs import Job, Table, WorkItem
+from recitation.runs.jobs import CallEstimate, Job, Table, WorkItem
 
 log = logging.getLogger(__name__)
+
+PROMPT_TOKENS = 300
+"""Estimates: the tokens of an agent prompt's fixed wording (system turn, instructions)."""
+
 
 Method = Literal["prefix", "dsp", "dsp_jailbreak", "recap", "recap_filter"]
 METHODS: tuple[str, ...] = ("prefix", "dsp", "dsp_jailbreak", "recap", "recap_filter")
@@ -226,6 +232,32 @@ class ExtractJob(Job):
     def active_methods(self) -> list[str]:
         skipped = self.skipped_methods()
         return [m for m in self.params.methods if m not in skipped]
+
+    def estimate(self) -> CallEstimate | None:
+        """An upper bound on the calls of the active methods (every round taken; each
+        conversation at its longest): events only; None when chapters must first be
+        segmented (the summary agent's calls depend on its answers)."""
+        items = self.work_items()
+        if any(it.payload.get("kind") != "event" for it in items):
+            return None
+        from recitation.methods import estimate, method
+
+        calls = estimate([method(m) for m in self.active_methods()], self.params)
+        cfg = self.recap_config()
+        total = CallEstimate(upper_bound=True)
+        for it in items:
+            gold = str(it.payload["text"])
+            out = attempt_allowance(gold, cfg)
+            base = PROMPT_TOKENS + estimate_tokens(" ".join(
+                [str(it.payload["first_sentence"]), *map(str, it.payload["summary"])]))
+            longest = base + cfg.max_rounds * (out + cfg.feedback_max_tokens)
+            helper_in = PROMPT_TOKENS + estimate_tokens(gold) + out
+            total = total + CallEstimate(
+                calls.total, calls.generate * longest + calls.helper * helper_in
+                + calls.judge * (PROMPT_TOKENS + out),
+                calls.generate * out + calls.helper * cfg.feedback_max_tokens
+                + calls.judge * JUDGE_MAX_TOKENS)
+        return total
 
     # -- running -------------------------------------------------------------------------
     async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from recitation.corpus.chunking import split_at_word
 from recitation.corpus.kjv import FAMOUS_VERSES, OBSCURE_VERSES
-from recitation.corpus.tokenize import words
+from recitation.corpus.tokenize import estimate_tokens, words
 from recitation.errors import CorpusError
 from recitation.extract import prompts
 from recitation.methods import Access, AuditUse, Calls, MethodInfo, require_access
@@ -38,7 +38,7 @@ from recitation.metrics.rouge import rouge_l
 from recitation.models.base import GenerationRequest, Model
 from recitation.prompts import copy_exactly
 from recitation.runs.config import ModelConfig
-from recitation.runs.jobs import Job, Table, WorkItem
+from recitation.runs.jobs import CallEstimate, Job, Table, WorkItem
 
 
 class KjvPassage(BaseModel):
@@ -141,6 +141,14 @@ class PrefixProbeJob(Job):
         if p.mode == "chat":
             return GenerationRequest.chat(copy_exactly(prefix), **kw)
         return GenerationRequest(prompt=prefix, **kw)
+
+    def estimate(self) -> CallEstimate:
+        """One generation per passage: its prompt's tokens in, at most ``max_new_tokens``
+        out (the null model's scorings go to the reference model, not counted here)."""
+        reqs = [self._request(it.payload["prefix"], it.payload["target"])
+                for it in self.work_items()]
+        return CallEstimate(len(reqs), sum(estimate_tokens(r.text) for r in reqs),
+                            sum(r.max_tokens for r in reqs))
 
     async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
         require_access(["prefix_probe"], model.capabilities, model.backend)

@@ -65,6 +65,8 @@ _REFUSAL = re.compile("|".join(f"(?:{p})" for p in REFUSAL_PATTERNS), re.IGNOREC
 _BROAD = re.compile("|".join(BROAD_REFUSAL_PATTERNS), re.IGNORECASE)
 _QUOTES = frozenset('"\u201c\u201d\u00ab')
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
+JUDGE_MAX_TOKENS = 16
+"""The judge's reply limit (its answer is one word, or one small JSON object)."""
 _JUDGE_SCHEMA = json.dumps(prompts.VERIFIER_SCHEMA, sort_keys=True)
 
 
@@ -122,7 +124,7 @@ def judge_request(prompt: str, response: str, *, structured: bool = True,
         prompt, response = prompt[:max_chars], response[:max_chars]
     user = prompts.VERIFIER_USER.format(prompt=prompt, response=response)
     system = prompts.VERIFIER_SYSTEM + ("" if structured else prompts.VERIFIER_ANSWER_NOTE)
-    return GenerationRequest.chat(user, system=system, max_tokens=16, temperature=0,
+    return GenerationRequest.chat(user, system=system, max_tokens=JUDGE_MAX_TOKENS, temperature=0,
                                   response_schema=_JUDGE_SCHEMA if structured else None)
 
 

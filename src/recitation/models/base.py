@@ -80,6 +80,12 @@ class GenerationRequest:
         return self.messages is not None
 
     @property
+    def text(self) -> str:
+        """What the model reads: the prompt, or the messages' contents joined."""
+        return self.prompt if self.prompt is not None else \
+            "".join(m.content for m in self.messages or ())
+
+    @property
     def deterministic(self) -> bool:
         """Greedy calls, and sampled calls with a seed, give the same answer again."""
         return self.temperature == 0 or self.seed is not None

@@ -199,7 +199,7 @@ class ManagedModel(Model):
             "generate", payloads, [r.deterministic and reproducible for r in requests],
             lambda idx: self.inner.generate([requests[i] for i in idx]),
             Generation.from_dict,
-            [estimate_tokens(r.prompt or "".join(m.content for m in r.messages or ()))
+            [estimate_tokens(r.text)
              + r.max_tokens for r in requests],
         )
 

@@ -30,6 +30,8 @@ class Section:
 
 
 SECTIONS: dict[str, str] = {
+    "whole_book": "recitation.report.whole_book:SECTION",
+    "catalogue": "recitation.report.catalogue:SECTION",
     "tracing": "recitation.report.tracing:SECTION",
     "dataset_inference": "recitation.report.inference:SECTION",
 }

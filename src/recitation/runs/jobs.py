@@ -52,6 +52,25 @@ class WorkItem:
 
 
 @dataclass(frozen=True)
+class CallEstimate:
+    """The model calls a run will make, known before any is made: exact where the calls do
+    not depend on the answers (prefix probing, detection), else an upper bound (RECAP: every
+    feedback round taken). Input tokens are estimated from characters
+    (:func:`recitation.corpus.tokenize.estimate_tokens`); output tokens are each request's
+    limit, so the dollar figure is a ceiling on what the calls can cost."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    upper_bound: bool = False
+
+    def __add__(self, other: CallEstimate) -> CallEstimate:
+        return CallEstimate(self.calls + other.calls, self.input_tokens + other.input_tokens,
+                            self.output_tokens + other.output_tokens,
+                            self.upper_bound or other.upper_bound)
+
+
+@dataclass(frozen=True)
 class Table:
     """A summary for display: column names, rows of cells, and headline lines."""
 
@@ -123,6 +142,11 @@ class Job(abc.ABC):
     @abc.abstractmethod
     def summarize(self, records: list[tuple[str, dict[str, Any]]]) -> Table:
         """Turn stored records into a table."""
+
+    def estimate(self) -> CallEstimate | None:
+        """The calls a run of this job will make to its target (:class:`CallEstimate`),
+        from its work items before any call; None when the job cannot tell (default)."""
+        return None
 
     # -- the run's report -------------------------------------------------------------------
     def finalize(self, records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any] | None:

@@ -1,0 +1,133 @@
+"""What an audit will cost, printed before its first model call, and the user's go-ahead
+when the calls are paid.
+
+Each run of the audit tells its calls (:meth:`recitation.runs.jobs.Job.estimate`: exact for
+prefix probing and detection, an upper bound for RECAP, every feedback round taken); the
+tokens are estimated from characters and each request's reply limit, so the dollars, from
+the run's price table (:mod:`recitation.models.pricing`), are a ceiling.
+
+A model's calls are **paid** when it is not run on this machine and either the price table
+prices it or its endpoint is not on this machine (an API's default endpoint, or a
+``base_url`` whose host is not a loopback address; a server on 127.0.0.1, e.g. vLLM or
+``recitation serve``, costs nothing per call). An audit with paid calls starts only when the
+user confirms: ``--yes``, or an answer at the terminal; without either it stops before any
+call, its folder kept for ``recitation audit --resume FOLDER --yes``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlparse
+
+from recitation.errors import ConfigError
+from recitation.runs.audits import load_manifest
+from recitation.runs.jobs import CallEstimate
+
+if TYPE_CHECKING:
+    from recitation.runs.config import RunConfig
+
+
+@dataclass(frozen=True)
+class ModelEstimate:
+    """One audited model: its runs' calls together, their cost, and whether it is paid."""
+
+    spec: str
+    model: str
+    calls: CallEstimate
+    usd: float | None  # None: the price table does not know the model
+    paid: bool
+    unknown: tuple[str, ...] = ()  # runs whose calls cannot be told before they run
+
+    def line(self) -> str:
+        c = self.calls
+        bound = "at most " if c.upper_bound else ""
+        if not self.paid:
+            cost = "$0 (runs on this machine)" if self.usd in (None, 0.0) else \
+                f"${self.usd:.4f}"
+        elif self.usd is None:
+            cost = (f"unknown: '{self.model}' is not in the price table (prices: in a run "
+                    "config adds it)")
+        else:
+            cost = f"at most ${self.usd:.4f}"
+        extra = f"; not estimated: {', '.join(self.unknown)}" if self.unknown else ""
+        return (f"estimate for {self.spec}: {bound}{c.calls:,} model calls, about "
+                f"{c.input_tokens:,} input and at most {c.output_tokens:,} output tokens; "
+                f"cost {cost}{extra}")
+
+
+def is_loopback(url: str) -> bool:
+    """True when the URL's host is this machine (localhost or a loopback address)."""
+    host = urlparse(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _paid(cfg: RunConfig, usd: float | None) -> bool:
+    from recitation.models.registry import backend_class
+
+    model = cfg.model
+    cls = backend_class(model.backend)
+    if cls.capabilities.local:
+        return False
+    if usd:
+        return True
+    endpoint = model.base_url or getattr(cls, "default_base_url", None)
+    return bool(endpoint) and not is_loopback(str(endpoint))
+
+
+def _run_estimate(run_dir: Path) -> tuple[RunConfig, CallEstimate | None]:
+    from recitation.runs.runner import load_job
+    from recitation.runs.store import RunStore
+
+    with RunStore(run_dir) as store:
+        cfg, job = load_job(store)
+    return cfg, job.estimate()
+
+
+def estimate_audit(folder: Path) -> list[ModelEstimate]:
+    """Every audited model's calls, from its runs' stored work (no model is called)."""
+    out = []
+    for entry in load_manifest(folder)["models"]:
+        total, unknown = CallEstimate(), []
+        cfg: RunConfig | None = None
+        for kind, name in entry["runs"].items():
+            cfg, est = _run_estimate(folder / "runs" / name)
+            if est is None:
+                unknown.append(kind)
+            else:
+                total = total + est
+        if cfg is None:
+            continue
+        table, model = cfg.price_table(), cfg.model.model
+        usd = (table.cost(model, total.input_tokens, total.output_tokens)
+               if table.lookup(model) is not None else None)
+        out.append(ModelEstimate(entry["spec"], model, total, usd, _paid(cfg, usd),
+                                 tuple(unknown)))
+    return out
+
+
+def confirm(estimates: list[ModelEstimate], folder: Path, *, yes: bool,
+            ask: Callable[[str], str] | None = None) -> bool:
+    """True to go on: nothing is paid, ``yes``, or the user answers yes at the terminal
+    (``ask``: ``input`` when stdin is a terminal). Raises when paid calls are neither
+    confirmed nor can be asked about; False when the user declines."""
+    paid = [e.spec for e in estimates if e.paid]
+    if not paid or yes:
+        return True
+    if ask is None and sys.stdin.isatty():
+        ask = input
+    if ask is None:
+        raise ConfigError(f"the audit makes paid calls ({', '.join(paid)}); nothing was "
+                          "called. Check the estimate above and confirm it: 'recitation "
+                          f"audit --resume {folder} --yes'")
+    answer = ask(f"make these paid calls ({', '.join(paid)})? [y/N] ")
+    return answer.strip().lower() in ("y", "yes")
