@@ -172,3 +172,86 @@ def test_a_script_tag_in_a_reply_is_text(browser: Any, tmp_path: Path) -> None:
     assert SCRIPT in page.inner_text("details.evidence pre.attempt")
     assert errors == []
     page.close()
+
+
+def _catalogue_inputs(tmp: Path) -> list[str]:
+    """Three works (one in short words, which the scripted model's pseudo log-probabilities
+    favour) and 60 controls: as tests/audit/test_catalogue.py."""
+    import random
+
+    rng = random.Random(3)
+
+    def passage(lengths: tuple[int, int]) -> str:
+        return " ".join("".join(rng.choice("abcdefghij") for _ in range(rng.randint(*lengths)))
+                        for _ in range(30))
+
+    args = []
+    for name, lengths in {"short": (1, 2), "plain1": (4, 7), "plain2": (4, 7)}.items():
+        (tmp / f"{name}.jsonl").write_text("".join(json.dumps({"id": i, "text": passage(
+            lengths)}) + "\n" for i in range(4)), encoding="utf-8")
+        args += ["--text", str(tmp / f"{name}.jsonl")]
+    (tmp / "c.jsonl").write_text("".join(json.dumps({"id": i, "text": passage((4, 7))}) + "\n"
+                                         for i in range(60)), encoding="utf-8")
+    return [*args, "--controls", str(tmp / "c.jsonl"), "--n-controls", "0"]
+
+
+def test_a_catalogue_verdict_in_chromium(browser: Any, tmp_path: Path) -> None:
+    """The catalogue's table (each work's conformal and BH-adjusted p, the work found), the
+    detectors' evidence kind in the verdict table, dataset inference; a work's name opens
+    its first passage's evidence."""
+    folder = _audit(tmp_path, *_catalogue_inputs(tmp_path), "--model", "scripted:echo",
+                    "--passages", "0", "--passage-words", "30", "--recap-passages", "0",
+                    "--no-pearl", "--fdr-q", "0.2", "--bootstrap", "0", "--no-cache")
+    page, errors = _open(browser, folder / "report.html")
+    cells = page.eval_on_selector_all("#verdict-table tr.verdict-row td",
+                                      "tds => tds.map(t => t.innerText)")
+    assert cells[2].startswith("detectors against controls"), cells
+    rows = page.eval_on_selector_all("#catalogue table tr", """trs => trs.slice(1).map(tr =>
+        Array.from(tr.cells).map(c => c.innerText))""")
+    assert [r[0] for r in rows if r[5] == "found"] == ["short"]
+    assert page.is_visible("#dataset_inference")
+    sel = 'details.evidence[data-id="short:0"]'
+    assert page.eval_on_selector(sel, "d => d.open") is False
+    page.click("#catalogue table a >> text=short")
+    page.wait_for_function("document.querySelector('details.evidence[data-id=\"short:0\"]')"
+                           ".open === true")
+    assert errors == []
+    page.close()
+
+
+def test_a_whole_book_reproduced_beyond_chance_in_chromium(browser: Any, tmp_path: Path
+                                                          ) -> None:
+    """A book of 3 chapters audited without controls: the scripted model echoes each
+    prefix, and in every chapter all passages but its first are a 10-word run said twice,
+    so they are reproduced verbatim (each chapter is 20-word passages: its heading and 18
+    words, then two runs); the scripted reference model makes each span
+    improbable by chance. The verdict rests on reproduction; the whole-book section gives
+    the share, 6 of 9 passages (equal weights)."""
+    words = [f"w{i}x{j}" for i in range(9) for j in range(10)]
+    parts: list[str] = []
+    k = 0
+    for ch in range(1, 4):
+        blocks = [" ".join(f"f{ch}y{j}" for j in range(18))]
+        for _ in range(2):
+            half = " ".join(words[k * 10:(k + 1) * 10])
+            blocks.append(f"{half} {half}")
+            k += 1
+        parts.append(f"CHAPTER {ch}\n\n" + "\n".join(blocks))
+    book = tmp_path / "book.txt"
+    book.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
+    folder = _audit(tmp_path, "--text", str(book), "--model", "scripted:echo",
+                    "--passages", "0", "--passage-words", "20", "--recap-passages", "0",
+                    "--no-pearl", "--null-model", "scripted:reference", "--no-cache")
+    findings = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    whole = findings["sections"]["whole_book"]
+    (m,) = whole["models"].values()
+    assert (m["verbatim"]["positives"], m["verbatim"]["n"]) == (6, 9)
+    page, errors = _open(browser, folder / "report.html")
+    cells = page.eval_on_selector_all("#verdict-table tr.verdict-row td",
+                                      "tds => tds.map(t => t.innerText)")
+    assert cells[1].startswith("memorized") and cells[2].startswith("reproduction"), cells
+    text = page.inner_text("#whole_book")
+    assert "66.7% of the book (6 of 9 sampled passages)" in text
+    assert "reproduced beyond chance" in text
+    assert errors == []
+    page.close()

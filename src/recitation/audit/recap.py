@@ -21,7 +21,6 @@ from typing import Any
 
 from recitation.corpus.jsonl import iter_records
 from recitation.corpus.tokenize import sent_tokenize
-from recitation.models.config import parse_model_spec
 from recitation.runs.audits import RECAP_RUNS as RUN_KEYS
 from recitation.runs.config import parse_config
 
@@ -55,12 +54,12 @@ def write_book(rows: list[dict[str, Any]], path: Path, fallback_title: str) -> P
     return path
 
 
-def recap_config(spec: str, settings: Any, book: Path, group: str) -> Any:
-    """The ``extract`` run of one group: RECAP on every event of ``book``."""
+def recap_config(model: dict[str, Any], settings: Any, book: Path, group: str) -> Any:
+    """The ``extract`` run of one group: RECAP on every event of ``book`` (``model``: the
+    model config of the audit's runs of this model)."""
     cap = settings.max_new_tokens or 2 * settings.passage_words + 8
     recap = {"max_new_tokens": cap, "max_rounds": settings.recap_rounds,
              "feedback_max_tokens": settings.recap_hint_tokens}
-    model = parse_model_spec(spec) | {"batch_size": settings.batch_size}
     return parse_config({"job": "extract", "name": f"audit-recap-{group}",
                          "seed": settings.seed, "model": model, "cache": settings.cache,
                          "params": {"book": str(book), "format": "echotrace",
@@ -68,7 +67,7 @@ def recap_config(spec: str, settings: Any, book: Path, group: str) -> Any:
                         source="audit")
 
 
-def create_recap_runs(inputs: Path, runs: Path, spec: str, settings: Any,
+def create_recap_runs(inputs: Path, runs: Path, model: dict[str, Any], settings: Any,
                       entry: dict[str, Any], has_controls: bool) -> None:
     """One RECAP run per group (the controls' only when there are controls)."""
     from recitation.runs.runner import create_run
@@ -81,5 +80,5 @@ def create_recap_runs(inputs: Path, runs: Path, spec: str, settings: Any,
             if not rows:
                 continue
             write_book(rows, book, "audited text" if group == "text" else "controls")
-        cfg = recap_config(spec, settings, book, group)
+        cfg = recap_config(model, settings, book, group)
         entry["runs"][RUN_KEYS[group]] = create_run(cfg, runs).name

@@ -52,7 +52,13 @@ def _score_name(scores: dict[str, Any]) -> str | None:
     return None
 
 
-def _one(run: Path, works: dict[str, str], q: float, seed: int) -> dict[str, Any]:
+def evidence_id(model_index: int, sample_id: str) -> str:
+    """The HTML id of a text passage's evidence in the report (report.html.j2)."""
+    return f"ev-{model_index}-{sample_id.partition(':')[2]}"
+
+
+def _one(run: Path, works: dict[str, str], q: float, seed: int,
+         model_index: int) -> dict[str, Any]:
     with RunStore(run) as store:
         records = [DetectRecord.model_validate(r) for _, r in store.results("detect")]
     scores = oriented_scores(records)
@@ -67,9 +73,13 @@ def _one(run: Path, works: dict[str, str], q: float, seed: int) -> dict[str, Any
     except ValueError as e:
         return {"error": str(e), "score": name}
     found = [t.work for t in tests if t.discovered]
+    first: dict[str, str] = {}  # each work's first passage, in id order
+    for sid, w in sorted(works.items()):
+        first.setdefault(w, evidence_id(model_index, sid))
     return {"score": name, "q": q, "units": units, "m": tests[0].passages,
             "min_p": 1 / (units + 1), "found": found,
-            "works": [t.__dict__ for t in sorted(tests, key=lambda t: t.p_value)]}
+            "works": [t.__dict__ | {"evidence": first.get(t.work)}
+                      for t in sorted(tests, key=lambda t: t.p_value)]}
 
 
 def collect(folder: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
@@ -80,10 +90,10 @@ def collect(folder: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
     settings = manifest.get("settings") or {}
     q, seed = float(settings.get("fdr_q", DEFAULT_Q)), int(settings.get("seed", 0))
     out = {}
-    for entry in manifest["models"]:
+    for i, entry in enumerate(manifest["models"]):  # the report's model order
         if (name := entry["runs"].get("detect")) and (folder / "runs" / name /
                                                       "run.sqlite").exists():
-            out[entry["spec"]] = _one(folder / "runs" / name, works, q, seed)
+            out[entry["spec"]] = _one(folder / "runs" / name, works, q, seed, i)
     return {"n_works": len(set(works.values())), "models": out} if out else None
 
 
@@ -104,6 +114,14 @@ def _row(w: dict[str, Any]) -> list[str]:
 HEAD = ["work", "passages", "mean score", "conformal p", "BH-adjusted p", "verdict"]
 
 
+def _cells(w: dict[str, Any]) -> list[str]:
+    """A work's row; its name links to its first passage's evidence."""
+    cells = [f"<td>{escape(c)}</td>" for c in _row(w)]
+    if w.get("evidence"):
+        cells[0] = f'<td><a href="#{escape(w["evidence"])}">{escape(w["work"])}</a></td>'
+    return cells
+
+
 def markdown(data: dict[str, Any]) -> list[str]:
     lines = [RULE, ""]
     for spec, r in data["models"].items():
@@ -121,8 +139,7 @@ def html(data: dict[str, Any]) -> str:
         parts.append(f"<h3>{escape(spec)}</h3><p>{escape(headline(r, data['n_works']))}</p>")
         if "works" in r:
             head = "".join(f"<th>{escape(h)}</th>" for h in HEAD)
-            rows = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in _row(w))
-                           + "</tr>" for w in r["works"])
+            rows = "".join("<tr>" + "".join(_cells(w)) + "</tr>" for w in r["works"])
             parts.append(f"<table><tr>{head}</tr>{rows}</table>")
     return "".join(parts)
 

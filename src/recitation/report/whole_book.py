@@ -38,7 +38,8 @@ def _records(run: Path) -> dict[str, PrefixProbeRecord]:
     return {i: r for i, r in recs.items() if r.group == "text"}
 
 
-def _model(run: Path, w: dict[str, float], alpha: float) -> dict[str, Any]:
+def _model(run: Path, w: dict[str, float], work: dict[str, str], alpha: float
+           ) -> dict[str, Any]:
     recs = _records(run)
     ids = [i for i in w if i in recs]
     out: dict[str, Any] = {"missing": len(w) - len(ids)}
@@ -46,6 +47,11 @@ def _model(run: Path, w: dict[str, float], alpha: float) -> dict[str, Any]:
         return out | {"error": "no sampled passage was probed"}
     ws = [w[i] for i in ids]
     out["verbatim"] = weighted_share([recs[i].verdict == "verbatim" for i in ids], ws).to_dict()
+    if len(set(work.values())) > 1:  # several books: each one's share too
+        out["by_work"] = {b: weighted_share([recs[i].verdict == "verbatim" for i in mine],
+                                            [w[i] for i in mine]).to_dict()
+                          for b in sorted(set(work.values()))
+                          if (mine := [i for i in ids if work[i] == b])}
     if any(recs[i].null for i in ids):
         flags = [beyond_chance((recs[i].null or {}).get("logprob"), len(recs), alpha)
                  for i in ids]
@@ -59,12 +65,13 @@ def collect(folder: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
     if not design:
         return None
     w = passage_weights(design["strata"])
+    work = {i: st["work"] for st in design["strata"] for i in st["ids"]}
     alpha = float((manifest.get("settings") or {}).get("null_alpha", DEFAULT_ALPHA))
     models = {}
     for entry in manifest["models"]:
         run = folder / "runs" / entry["runs"].get("prefix_probe", "-")
         if (run / "run.sqlite").exists():
-            models[entry["spec"]] = _model(run, w, alpha)
+            models[entry["spec"]] = _model(run, w, work, alpha)
     works = sorted({s["work"] for s in design["strata"]})
     return {"design": design["design"], "population": design["population"],
             "sampled": len(w), "strata": len(design["strata"]), "works": works,
@@ -75,9 +82,9 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def share_text(s: dict[str, Any]) -> str:
+def share_text(s: dict[str, Any], of: str = "the book") -> str:
     """``4.2% of the book (2 of 12 sampled passages), 95% interval [0.5%, 27.1%]``."""
-    return (f"{_pct(s['share'])} of the book ({s['positives']} of {s['n']} sampled "
+    return (f"{_pct(s['share'])} of {of} ({s['positives']} of {s['n']} sampled "
             f"passages), {round(100 * s['confidence'])}% interval [{_pct(s['low'])}, "
             f"{_pct(s['high'])}]")
 
@@ -92,7 +99,10 @@ def lines(data: dict[str, Any]) -> list[str]:
             out.append(f"{spec}: {m['error']}")
             continue
         miss = f" ({m['missing']} sampled passages not probed)" if m["missing"] else ""
-        out.append(f"{spec}: reproduced verbatim: {share_text(m['verbatim'])}{miss}")
+        of = "the books together" if m.get("by_work") else "the book"
+        out.append(f"{spec}: reproduced verbatim: {share_text(m['verbatim'], of)}{miss}")
+        out += [f"{spec}: {b}: reproduced verbatim: {share_text(s)}"
+                for b, s in m.get("by_work", {}).items()]
         if bc := m.get("beyond_chance"):
             out.append(f"{spec}: reproduced beyond chance (reproduction null): "
                        f"{share_text(bc)}")
