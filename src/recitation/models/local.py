@@ -189,10 +189,28 @@ def directory_digest(directory: Path) -> str:
     return h.hexdigest()[:16]
 
 
+CONVERSION = 2
+"""Bumped when the de-quantized folder's layout changes (2: ``architectures`` in the config
+and the tied embedding stored as ``model.embed_tokens.weight``, so vLLM loads it)."""
+
+
 def _converted_dir(gguf: Path) -> Path:
     st = gguf.stat()
-    tag = hashlib.sha1(f"{gguf.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()
+    key = f"{gguf.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+    if CONVERSION > 1:
+        key += f":v{CONVERSION}"
+    tag = hashlib.sha1(key.encode()).hexdigest()
     return model_cache_dir() / f"{gguf.stem}-{tag[:12]}"
+
+
+def _weights_to_save(model: Any) -> dict[str, Any]:
+    """The state dict as transformers writes it: a tied output layer is not stored (it is
+    the input embedding, ``model.embed_tokens.weight``), every tensor contiguous and its
+    own. vLLM and transformers both read this layout."""
+    state = model.state_dict()
+    if getattr(model.config, "tie_word_embeddings", False):
+        state.pop("lm_head.weight", None)
+    return {k: v.detach().contiguous().clone() for k, v in state.items()}
 
 
 @dataclass
@@ -391,15 +409,17 @@ class LocalModel(Model):
         shutil.rmtree(tmp, ignore_errors=True)
         # transformers refuses save_pretrained() on a GGUF-loaded model: write the
         # de-quantized weights, the config (without its GGUF quantization note) ourselves.
-        from safetensors.torch import save_model
+        from safetensors.torch import save_file
 
         tmp.mkdir(parents=True)
         config = model.config
         if hasattr(config, "quantization_config"):
             del config.quantization_config
+        config.architectures = [type(model).__name__]
         config.save_pretrained(tmp)
         model.generation_config.save_pretrained(tmp)
-        save_model(model, str(tmp / "model.safetensors"))
+        save_file(_weights_to_save(model), str(tmp / "model.safetensors"),
+                  metadata={"format": "pt"})
         tok.save_pretrained(tmp)
         shutil.rmtree(target, ignore_errors=True)
         os.replace(tmp, target)
