@@ -67,8 +67,8 @@ class WordTokenizer:
 
 
 class WhiteBoxModel(ScriptedModel):
-    """Everything a method may ask for: log-probabilities with the vocabulary mean and std,
-    and a tokenizer."""
+    """Everything a method may ask for: log-probabilities with the vocabulary mean, std and
+    top token, and a tokenizer."""
 
     capabilities = Capabilities(logprobs=True, full_distribution=True, tokenizer=True)
 
@@ -82,7 +82,8 @@ class WhiteBoxModel(ScriptedModel):
     async def score(self, texts: list[str]) -> list[TokenScores]:
         out = await super().score(texts)
         return [replace(ts, mean_logprob=tuple(-3.0 for _ in ts.logprobs),
-                        std_logprob=tuple(1.5 for _ in ts.logprobs)) for ts in out]
+                        std_logprob=tuple(1.5 for _ in ts.logprobs),
+                        top_logprob=tuple(max(-0.5, lp) for lp in ts.logprobs)) for ts in out]
 
 
 class BlackBox(ScriptedModel):
@@ -295,7 +296,7 @@ def _paper_refs(paper: str) -> tuple[list[tuple[str, list[str]]], list[str]]:
     for clause in paper.split(";"):
         if m := re.search(r"([\w.-]+\.md)", clause):
             files.append((m.group(1), re.findall(r"§([A-Z0-9]+(?:\.[0-9]+)*)", clause)))
-        cites += re.findall(r"[A-Z][\w-]+ et al\. (?:19|20)\d\d", clause)
+        cites += re.findall(r"[A-Z][\w-]+ (?:et al\.|and [A-Z][\w-]+) (?:19|20)\d\d", clause)
     return files, cites
 
 
@@ -445,7 +446,7 @@ def test_min_k_pp_says_when_the_backend_gives_no_distribution(
     job = make_job("detect", detect_params(methods.method("min_k_pp"), tmp_path), 0)
     records = run(job, ScriptedModel())  # log-probabilities, no vocabulary mean / std
     assert not any(s["detector"].startswith("min_k_pp") for r in records for s in r["scores"])
-    assert "min_k_pp is not computed: it needs full_distribution" in caplog.text
+    assert "min_k_pp and gap_k are not computed: they need full_distribution" in caplog.text
 
 
 # -- a new detector family: one module, one registry line -------------------------------------
@@ -499,7 +500,7 @@ def test_choices_and_literals_equal_the_registry() -> None:
 
     assert typing.get_args(Method) == tuple(methods.names("extraction")) == _METHODS
     assert DETECTORS == tuple(methods.families("detector")) == (
-        "whitebox", "recall", "dcpdd", "pearl")
+        "whitebox", "recall", "dcpdd", "samia", "pearl")
     detect = next(a for a in build_parser()._subparsers._group_actions[0]  # type: ignore[union-attr]
                   .choices["detect"]._actions if a.dest == "detectors")
     assert list(detect.choices or ()) == list(DETECTORS)

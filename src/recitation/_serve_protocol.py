@@ -86,14 +86,16 @@ def _sampling(
         raise HTTPError(400, "streaming is not supported by recitation serve")
     if _field(body, "n", (int,), 1) != 1:
         raise HTTPError(400, "'n' must be 1")
-    if body.get("top_k") is not None:
-        raise HTTPError(400, "'top_k' is not supported")
+    top_k = _field(body, "top_k", (int,), None)
+    if top_k is not None and top_k < 1:
+        raise HTTPError(400, "'top_k' must be a positive integer")
     return dict(
         max_tokens=max_tokens,
         temperature=float(_field(body, "temperature", (int, float), temperature)),
         top_p=float(_field(body, "top_p", (int, float), 1.0)),
         seed=_field(body, "seed", (int,), None),
         stop=_stops(body, stop_field),
+        top_k=top_k,
     )
 
 

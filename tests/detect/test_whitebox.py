@@ -88,3 +88,63 @@ def test_loss_zlib_lowercase_reference() -> None:
 def test_a_single_token_text_has_no_scores() -> None:
     with pytest.raises(ValueError):
         mean_nll(_ts([]))
+
+
+def _gap_k_as_the_authors(model, tok, text: str) -> float:  # type: ignore[no-untyped-def]
+    """Gap-K% at 20% as the authors' wikimia.py computes it (meaoww/gap-k): float32 logits,
+    the variance clamped at 1e-8, the normalized gaps smoothed by np.convolve over windows of
+    3, the mean of the lowest max(1, int(n * 0.2)) (written from their code here)."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    ids = torch.tensor(tok.encode(text)).unsqueeze(0)
+    with torch.no_grad():
+        logits_tv = model(ids).logits[0, :-1].to(torch.float32)
+    probs, log_probs = F.softmax(logits_tv, dim=-1), F.log_softmax(logits_tv, dim=-1)
+    token_lp = log_probs.gather(-1, ids[0, 1:].unsqueeze(-1)).squeeze(-1)
+    mu = (probs * log_probs).sum(-1)
+    sigma = torch.clamp((probs * torch.square(log_probs)).sum(-1) - torch.square(mu), min=1e-8)
+    top1 = log_probs.gather(-1, torch.argmax(logits_tv, dim=-1).unsqueeze(-1)).squeeze(-1)
+    x = ((token_lp - top1) / sigma.sqrt()).numpy().astype(np.float64)
+    smoothed = x if x.size < 3 else np.convolve(x, np.ones(3) / 3, mode="valid")
+    k = max(1, int(len(smoothed) * 0.2))
+    return float(np.mean(np.sort(smoothed)[:k]))
+
+
+@pytest.mark.model
+def test_gap_k_matches_the_authors_computation_from_logits(local_model) -> None:  # type: ignore[no-untyped-def]
+    loaded = local_model.load()
+    batch = local_model.score_sync(TEXTS)
+    for text, ts in zip(TEXTS, batch, strict=True):
+        got = {d.detector: d.score for d in whitebox_scores("x", text, ts)}
+        want = _gap_k_as_the_authors(loaded.model, loaded.tokenizer, text)
+        assert got["gap_k_20"] == pytest.approx(want, abs=2e-4), text
+        assert got["gap_k_20"] <= 0  # the gold token is never likelier than the top one
+
+
+def test_gap_k_smooths_then_takes_the_lowest_by_hand() -> None:
+    from recitation.detect.whitebox import gap_k
+
+    lps, top, sd = [-1.0, -2.0, -3.0, -4.0, -0.5], [-0.5] * 5, [1.0, 1.0, 1.0, 1.0, 0.0]
+    # gaps -0.5, -1.5, -2.5, -3.5, and 0 / sqrt(1e-8) = 0; windows of 3: -1.5, -2.5, -2.0
+    assert gap_k(lps, top, sd, 20) == pytest.approx(-2.5)  # floor(3 * 0.2) -> 1 lowest
+    assert gap_k(lps, top, sd, 100) == pytest.approx(-2.0)
+    assert gap_k(lps[:2], top[:2], sd[:2], 50) == pytest.approx(-1.5)  # under 3: no smoothing
+    with pytest.raises(ValueError, match="aligned"):
+        gap_k(lps, top[:2], sd, 20)
+
+
+@pytest.mark.model
+def test_the_top_token_is_aligned_when_texts_share_a_prefix(local_model) -> None:  # type: ignore[no-untyped-def]
+    """Texts sharing a long prefix are scored with one prefix pass (models/_decode.py): their
+    top-1 log-probabilities, like the rest, equal each text scored alone."""
+    prefix = TEXTS[1]
+    texts = [prefix + " And it came to pass.", prefix + " Selah."]
+    shared = local_model.score_sync(texts)
+    for text, ts in zip(texts, shared, strict=True):
+        (alone,) = local_model.score_sync([text])
+        assert ts.top_logprob is not None and alone.top_logprob is not None
+        assert len(ts.top_logprob) == len(ts.logprobs)
+        assert ts.top_logprob == pytest.approx(alone.top_logprob, abs=1e-4)
+        assert all(t >= lp - 1e-6 for t, lp in zip(ts.top_logprob, ts.logprobs, strict=True))

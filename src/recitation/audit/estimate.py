@@ -3,8 +3,9 @@ when the calls are paid.
 
 Each run of the audit tells its calls (:meth:`recitation.runs.jobs.Job.estimate`: exact for
 prefix probing and detection, an upper bound for RECAP, every feedback round taken); the
-tokens are estimated from characters and each request's reply limit, so the dollars, from
-the run's price table (:mod:`recitation.models.pricing`), are a ceiling.
+input tokens are estimated from characters, output tokens are each request's reply limit,
+so the dollars, from the run's price table (:mod:`recitation.models.pricing`), are what the
+calls cost when every reply runs to its limit.
 
 A model's calls are **paid** when it is not run on this machine and either the price table
 prices it or its endpoint is not on this machine (an API's default endpoint, or a
@@ -53,7 +54,7 @@ class ModelEstimate:
             cost = (f"unknown: '{self.model}' is not in the price table (prices: in a run "
                     "config adds it)")
         else:
-            cost = f"at most ${self.usd:.4f}"
+            cost = f"about ${self.usd:.4f} (every reply at its limit)"
         extra = f"; not estimated: {', '.join(self.unknown)}" if self.unknown else ""
         return (f"estimate for {self.spec}: {bound}{c.calls:,} model calls, about "
                 f"{c.input_tokens:,} input and at most {c.output_tokens:,} output tokens; "

@@ -44,8 +44,8 @@ def add_detect_parser(sub: Any) -> None:
     p.add_argument("--detectors", nargs="+", default=["pearl", "whitebox"],
                    choices=families("detector"),
                    help="detector families (default pearl whitebox; recall: ReCaLL, dcpdd: "
-                   "DC-PDD, both need token log-probabilities; 'recitation methods --kind "
-                   "detector' lists every method with its family)")
+                   "DC-PDD, both need token log-probabilities; samia: SaMIA, text only; "
+                   "'recitation methods --kind detector' lists every method with its family)")
     _add_scoring_options(p)
     _add_pearl_options(p)
     p.add_argument("--reference-model", default=None, metavar="SPEC",
@@ -91,6 +91,11 @@ def _add_scoring_options(p: argparse.ArgumentParser) -> None:
                    "public domain, installed) or a .txt / .jsonl (field 'text') file")
     p.add_argument("--dcpdd-a", type=float, default=0.01,
                    help="DC-PDD upper bound per token (default 0.01, the authors')")
+    p.add_argument("--samia-samples", type=int, default=10, metavar="N",
+                   help="SaMIA: sampled continuations per sample (default 10, the authors')")
+    p.add_argument("--samia-max-tokens", type=int, default=None, metavar="N",
+                   help="SaMIA: new tokens per continuation (default: 1,024 less the "
+                   "prompt, the authors' max_length)")
 
 
 def _add_pearl_options(p: argparse.ArgumentParser) -> None:
@@ -140,6 +145,7 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
         "n_bootstrap": args.bootstrap, "reference_prefix": args.reference_prefix,
         "min_k_ngram": args.min_k_ngram, "recall_shots": args.recall_shots,
         "dcpdd_corpus": args.dcpdd_corpus, "dcpdd_a": args.dcpdd_a,
+        "samia_samples": args.samia_samples, "samia_max_tokens": args.samia_max_tokens,
     }
     if args.reference_model:
         params["reference_model"] = _model_spec(args.reference_model, args.reference_backend,

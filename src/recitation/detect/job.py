@@ -47,12 +47,13 @@ from recitation.detect.perturb import (
     get_perturbation,
 )
 from recitation.detect.recall import DEFAULT_SHOTS as DEFAULT_RECALL_SHOTS
+from recitation.detect.samia import DEFAULT_SAMPLES as DEFAULT_SAMIA_SAMPLES
 from recitation.detect.samples import Sample, load_samples, source_file
 from recitation.detect.scoring import SampleResult, ScoringDetector
 from recitation.errors import ConfigError
 from recitation.methods import Access
 from recitation.metrics.ncd import Compressor
-from recitation.models.base import Model
+from recitation.models.base import Model, TokenScores
 from recitation.records import DetectRecord, ScoreRecord
 from recitation.runs.config import ModelConfig
 from recitation.runs.jobs import CallEstimate, Job, Table, WorkItem
@@ -91,6 +92,8 @@ class DetectParams(BaseModel):
     recall_shots: int = Field(DEFAULT_RECALL_SHOTS, ge=1)  # controls in ReCaLL's prefix
     dcpdd_corpus: str = DEFAULT_DCPDD_CORPUS  # "kjv" or a .txt / .jsonl path
     dcpdd_a: float = Field(DEFAULT_DCPDD_A, gt=0)  # DC-PDD's upper bound per token
+    samia_samples: int = Field(DEFAULT_SAMIA_SAMPLES, ge=1)  # SaMIA's continuations per sample
+    samia_max_tokens: int | None = Field(None, ge=1)  # None: 1,024 less the prompt (theirs)
     target_fpr: float = Field(0.05, gt=0, lt=1)
     # conformal: out-of-sample FPR <= target (default); empirical: the former in-sample one
     calibration: Literal["conformal", "empirical"] = "conformal"
@@ -287,7 +290,10 @@ class DetectJob(Job):
             return
         n = len(samples)
         companions = [plugin.companion_texts(self, samples) for plugin in plugins]
-        scored = await model.score([s.text for s in samples] + [t for c in companions for t in c])
+        scored: list[TokenScores] = []
+        if any(getattr(plugin, "needs_scores", True) for plugin in plugins):  # not SaMIA
+            scored = await model.score([s.text for s in samples]
+                                       + [t for c in companions for t in c])
         start = n
         for plugin, texts in zip(plugins, companions, strict=True):
             own = scored[start:start + len(texts)]

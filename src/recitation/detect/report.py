@@ -62,6 +62,9 @@ class DetectJob(Protocol):
     def params(self) -> DetectParams: ...
     def samples(self) -> list[Sample]: ...
     def plan(self, samples: list[Sample], model: None, /) -> tuple[RequestPool, Any, Any]: ...
+    def plugins(self) -> list[Any]: ...
+    @property
+    def seed(self) -> int: ...
 
 log = logging.getLogger(__name__)
 
@@ -226,6 +229,12 @@ def count_calls(job: DetectJob, *, logprobs: bool = True) -> dict[str, int]:
             out["output_tokens"] += r.max_tokens
     from recitation.methods import estimate, family_methods  # calls from the metadata
 
+    for plugin in job.plugins():  # plug-ins that generate (SaMIA) tell their requests
+        for s in samples if hasattr(plugin, "requests") else []:
+            for r in plugin.requests(job, s):
+                out["generate_calls"] += 1
+                out["input_tokens"] += estimate_tokens(r.text)
+                out["output_tokens"] += r.max_tokens
     scoring = estimate([m for f in p.detectors for m in family_methods("detector", f)], p)
     if (per := len(scoring.score)) and logprobs:  # texts scored per sample
         out["score_calls"] = per * len(samples)  # recall: its prefix's tokens not counted

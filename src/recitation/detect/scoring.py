@@ -9,7 +9,9 @@ the plug-in there and never names the family itself. For a chunk of samples the 
    registry; a backend without token log-probabilities gets a recorded error per sample,
    naming what is missing);
 2. makes **one** ``score`` call for the samples' plain texts and every family's
-   :meth:`~ScoringDetector.companion_texts` (e.g. the lower-cased texts of ``lowercase``);
+   :meth:`~ScoringDetector.companion_texts` (e.g. the lower-cased texts of ``lowercase``),
+   unless every family declares ``needs_scores = False`` (SaMIA: generation only, so it
+   runs on backends without log-probabilities; its ``plain`` scores are then empty);
 3. calls each family's :meth:`~ScoringDetector.score` with the plain scores and its own
    companions' scores; a family may make its own calls on the model (ReCaLL: the texts after
    the prefix) or on a secondary model (``ctx.reference``);

@@ -13,6 +13,8 @@ detector                  score                                                 
 ``min_k_{10,20,30}``      mean of the k% lowest token log-probabilities          higher
 ``min_k_pp_{10,20,30}``   the same over (log p - mu) / sigma (Min-K%++)          higher
 ``min_k_{k}_ngram{n}``    Min-K% over the means of n-token windows (option)      higher
+``gap_k_{10,20,30}``      mean of the k% lowest of (log p - log p_top1) / sigma,  higher
+                          smoothed over 3-token windows (Gap-K%)
 ``reference``             NLL(target model) - NLL(reference model)               lower
 ========================  =====================================================  =========
 
@@ -21,6 +23,13 @@ a text has no context and is not scored). The n-gram option (``min_k_ngram`` n >
 ``get_min_k_prob(window=n, stride=1)``) first averages the log-probabilities of every window
 of n consecutive scored tokens (one window of all tokens when a text has fewer than n), then
 takes the k% lowest windows; it adds ``min_k_{k}_ngram{n}`` beside the unchanged ``min_k_{k}``.
+
+Gap-K% (ACL 2026; the authors' ``wikimia.py``, meaoww/gap-k): at every scored token the gap
+between the gold token's log-probability and the most likely token's, divided by sigma (the
+vocabulary standard deviation of log p, ``sqrt(max(variance, 1e-8))``); a moving average
+over windows of 3 tokens (``np.convolve(..., "valid")``; the gaps as they are when a text
+has fewer than 3); the mean of the lowest ``max(1, floor(n * k / 100))`` of the n smoothed
+values. The authors report k = 20%; 10 and 30 are computed beside it as for Min-K%.
 
 All NLLs are per-token means, so texts of different lengths (and the reference model's
 different tokenizer) compare.
@@ -51,6 +60,7 @@ WHITEBOX_DIRECTIONS: dict[str, bool] = {
     "loss": False, "zlib": False, "lowercase": True,
     **{f"min_k_{k}": True for k in MIN_K_PERCENTS},
     **{f"min_k_pp_{k}": True for k in MIN_K_PERCENTS},
+    **{f"gap_k_{k}": True for k in MIN_K_PERCENTS},
     "reference": False,
 }
 
@@ -92,6 +102,26 @@ def min_k_ngram(logprobs: Sequence[float], k: float, n: int) -> float:
     return _lowest_mean(windows, k)
 
 
+GAP_WINDOW = 3
+"""Gap-K%'s moving-average window (the authors' ``--window_size`` default)."""
+
+
+def gap_k(logprobs: Sequence[float], top: Sequence[float], sigma: Sequence[float], k: float,
+          window: int = GAP_WINDOW) -> float:
+    """Gap-K% (module docstring): the k% lowest smoothed ``(log p - log p_top1) / sigma``."""
+    if not (len(logprobs) == len(top) == len(sigma)):
+        raise ValueError("logprobs, top-1 log-probabilities and sigma must be aligned")
+    gaps = [(lp - t) / max(sd, _GAP_SIGMA) for lp, t, sd in zip(logprobs, top, sigma,
+                                                                strict=True)]
+    if len(gaps) >= window:
+        gaps = [sum(gaps[i:i + window]) / window for i in range(len(gaps) - window + 1)]
+    return _lowest_mean(gaps, k)
+
+
+_GAP_SIGMA = 1e-4
+"""sqrt(1e-8): the authors clamp the variance at 1e-8 before its square root."""
+
+
 def zlib_length(text: str) -> int:
     return len(zlib.compress(text.encode("utf-8")))
 
@@ -114,6 +144,10 @@ def whitebox_scores(sample_id: str, text: str, target: TokenScores,
         for k in MIN_K_PERCENTS:
             vals[f"min_k_pp_{k}"] = min_k_plus_plus(
                 target.logprobs, target.mean_logprob, target.std_logprob, k)
+    if target.top_logprob and target.std_logprob:
+        for k in MIN_K_PERCENTS:
+            vals[f"gap_k_{k}"] = gap_k(target.logprobs, target.top_logprob,
+                                       target.std_logprob, k)
     if reference is not None:
         vals["reference"] = nll - mean_nll(reference)
     return [DetectorScore(sample_id, name, float(v),
@@ -140,8 +174,9 @@ class WhiteboxDetector:
         p = ctx.params
         if not model.capabilities.full_distribution and not self._warned:
             self._warned = True
-            log.warning("min_k_pp is not computed: it needs full_distribution (the vocabulary "
-                        "mean and std of log p), which backend '%s' does not give",
+            log.warning("min_k_pp and gap_k are not computed: they need full_distribution (the "
+                        "vocabulary mean and std of log p, its top token), which backend '%s' "
+                        "does not give",
                         model.backend)
         ref: list[TokenScores] | None = None
         if (reference := ctx.reference(model)) is not None:
@@ -203,6 +238,11 @@ METHODS: dict[str, MethodInfo] = {m.name: m for m in (
     _info("min_k_pp", "Min-K%++", "Zhang et al. 2024 (Min-K%++)",
           tuple(f"min_k_pp_{k}" for k in MIN_K_PERCENTS),
           "Min-K% over (log p - mu) / sigma, mu and sigma over the vocabulary",
+          access=_LP | {Access.FULL_DISTRIBUTION}),
+    _info("gap_k", "Gap-K%", "Kwak and Kim 2026 (Gap-K%, ACL 2026); the authors' code, "
+          "meaoww/gap-k",
+          tuple(f"gap_k_{k}" for k in MIN_K_PERCENTS),
+          "Min-K% over (log p - log p_top1) / sigma, smoothed over 3-token windows",
           access=_LP | {Access.FULL_DISTRIBUTION}),
     _info("reference", "reference model", "Carlini et al. 2021 (comparison to a reference "
           "model)", ("reference",), "NLL(target) - NLL(reference model); lower means member",

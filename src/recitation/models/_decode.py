@@ -17,10 +17,15 @@ def _first_stop(text: str, stops: tuple[str, ...]) -> int | None:
 
 
 def _pick(logits: torch.Tensor, req: GenerationRequest, gen: torch.Generator | None) -> int:
-    """Next token for one row: greedy at temperature 0, else nucleus sampling with ``gen``."""
+    """Next token for one row: greedy at temperature 0, else sampling with ``gen`` among the
+    ``top_k`` likeliest tokens (when set), then the nucleus ``top_p``."""
     if req.temperature == 0:
         return int(torch.argmax(logits).item())
     probs = torch.softmax(logits / req.temperature, dim=-1)
+    if req.top_k is not None and req.top_k < probs.shape[-1]:  # the k likeliest only
+        cut = torch.topk(probs, req.top_k).values[-1]
+        probs = torch.where(probs >= cut, probs, torch.zeros_like(probs))
+        probs = probs / probs.sum()
     if req.top_p < 1.0:
         sorted_p, order = torch.sort(probs, descending=True)
         keep = torch.cumsum(sorted_p, dim=-1) - sorted_p < req.top_p
@@ -160,25 +165,27 @@ def score_texts(model: Any, tok: Any, texts: list[str]) -> list[TokenScores]:
         row_ids = ids[i, ids.shape[1] - k:]  # left padding: the real tokens are the last k
         logp = torch.log_softmax(logits[i, ids.shape[1] - k : -1].float(), dim=-1)
         tok_lp = logp.gather(-1, row_ids[1:].unsqueeze(-1)).squeeze(-1)
-        mu, sigma = _stats(logp)
+        mu, sigma, top = _stats(logp)
         del logp
-        out.append(_row_scores(tok, row_ids.tolist(), tok_lp, mu, sigma))
+        out.append(_row_scores(tok, row_ids.tolist(), tok_lp, mu, sigma, top))
     return out
 
 
 def _row_scores(tok: Any, row_ids: list[int], tok_lp: torch.Tensor, mu: torch.Tensor,
-                sigma: torch.Tensor) -> TokenScores:
+                sigma: torch.Tensor, top: torch.Tensor) -> TokenScores:
     return TokenScores(tokens=tuple(tok.convert_ids_to_tokens(row_ids)),
                        logprobs=tuple(tok_lp.tolist()), mean_logprob=tuple(mu.tolist()),
-                       std_logprob=tuple(sigma.tolist()), usage=Usage(len(row_ids), 0))
+                       std_logprob=tuple(sigma.tolist()), usage=Usage(len(row_ids), 0),
+                       top_logprob=tuple(top.tolist()))
 
 
-def _stats(logp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Vocabulary mean and standard deviation of log p, one per row of ``logp``."""
+def _stats(logp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Vocabulary mean and standard deviation of log p, and its largest value (the most
+    likely token's), one per row of ``logp``."""
     p = logp.exp()
     mu = (p * logp).sum(-1)
     sigma = ((p * logp.pow(2)).sum(-1) - mu.pow(2)).clamp(min=0).sqrt()
-    return mu, sigma
+    return mu, sigma, logp.max(-1).values
 
 
 def common_prefix(rows: list[list[int]]) -> int:
@@ -202,7 +209,7 @@ def score_shared_prefix(model: Any, tok: Any, rows: list[list[int]], prefix: int
 
     res = model(input_ids=torch.tensor([rows[0][:prefix]]), use_cache=True)
     pre_logp = torch.log_softmax(res.logits[0].float(), dim=-1)  # [prefix, V]
-    pre_mu, pre_sigma = _stats(pre_logp)
+    pre_mu, pre_sigma, pre_top = _stats(pre_logp)
     pre_lp = pre_logp[:-1].gather(-1, torch.tensor(rows[0][1:prefix]).unsqueeze(-1)).squeeze(-1)
     out: list[TokenScores] = []
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
@@ -221,11 +228,12 @@ def score_shared_prefix(model: Any, tok: Any, rows: list[list[int]], prefix: int
                        use_cache=True, **_cache_arg(model, past)).logits
         for i, s in enumerate(sufs):
             logp = torch.log_softmax(logits[i, : len(s) - 1].float(), dim=-1)
-            mu, sigma = _stats(logp)
+            mu, sigma, top = _stats(logp)
             first = pre_logp[-1, s[0]].reshape(1)
             rest = logp.gather(-1, torch.tensor(s[1:], dtype=torch.long).unsqueeze(-1)).squeeze(-1)
             out.append(_row_scores(tok, chunk[i], torch.cat([pre_lp, first, rest]),
-                                   torch.cat([pre_mu, mu]), torch.cat([pre_sigma, sigma])))
+                                   torch.cat([pre_mu, mu]), torch.cat([pre_sigma, sigma]),
+                                   torch.cat([pre_top, top])))
     return out
 
 

@@ -61,6 +61,10 @@ class GenerationRequest:
     # Backends with structured output enforce it (openai: response_format json_schema);
     # others ignore it, so callers still put the schema in the prompt and parse leniently.
     response_schema: str | None = None
+    # Sample among the k likeliest tokens only (SaMIA's top-k 50); None: no such cut. The
+    # local backend and OpenAI-compatible servers that take it (vLLM, recitation serve)
+    # honour it; OpenAI's and Anthropic's APIs do not.
+    top_k: int | None = None
 
     def __post_init__(self) -> None:
         if (self.messages is None) == (self.prompt is None):
@@ -94,8 +98,9 @@ class GenerationRequest:
         d = asdict(self)
         d["messages"] = [asdict(m) for m in self.messages] if self.messages is not None else None
         d["stop"] = list(self.stop)
-        if d["response_schema"] is None:
-            del d["response_schema"]  # keeps cache keys of schema-less calls unchanged
+        for key in ("response_schema", "top_k"):
+            if d[key] is None:
+                del d[key]  # keeps the cache keys of calls without them unchanged
         return d
 
     @staticmethod
@@ -163,7 +168,8 @@ class TokenScores:
     is not scored, so ``len(logprobs) == len(tokens) - 1`` aligned with ``tokens[1:]``.
     ``mean_logprob[i]`` / ``std_logprob[i]`` (when the backend can) are the mean and standard
     deviation of log p over the vocabulary under the model's own next-token distribution at
-    that position — what Min-K%++ normalises by.
+    that position — what Min-K%++ normalises by — and ``top_logprob[i]`` the log p of the
+    most likely token there (Gap-K%).
     """
 
     tokens: tuple[str, ...]
@@ -173,15 +179,19 @@ class TokenScores:
     usage: Usage = field(default_factory=Usage)
     cached: bool = False
     cost_usd: float = 0.0  # as Generation.cost_usd
+    top_logprob: tuple[float, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d = {
             "tokens": list(self.tokens),
             "logprobs": list(self.logprobs),
             "mean_logprob": list(self.mean_logprob) if self.mean_logprob else None,
             "std_logprob": list(self.std_logprob) if self.std_logprob else None,
             "usage": asdict(self.usage),
         }
+        if self.top_logprob:  # only where the backend gives it (stored answers unchanged)
+            d["top_logprob"] = list(self.top_logprob)
+        return d
 
     @staticmethod
     def from_dict(d: dict[str, Any], *, cached: bool = False) -> TokenScores:
@@ -195,6 +205,7 @@ class TokenScores:
             std_logprob=tup(d.get("std_logprob")),
             usage=Usage(**d.get("usage", {})),
             cached=cached,
+            top_logprob=tup(d.get("top_logprob")),
         )
 
 

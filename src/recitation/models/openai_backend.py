@@ -89,6 +89,8 @@ class OpenAIModel(SDKModel):
         }
         if req.seed is not None:
             params["seed"] = req.seed
+        if req.top_k is not None:  # not OpenAI's parameter: vLLM and recitation serve take it
+            params["extra_body"] = {"top_k": req.top_k}
         if req.stop:
             params["stop"] = list(req.stop)
         if req.messages is not None:
