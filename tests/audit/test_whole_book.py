@@ -152,8 +152,9 @@ def test_a_whole_book_through_an_api_is_estimated_confirmed_then_sized(
         tmp_path: Path, shared_data: Path) -> None:
     """A PDNC novel audited through the openai SDK against the embedded model served on
     127.0.0.1 under a priced name: the estimate is printed and, without --yes, nothing is
-    called (the server received no request); resumed with --yes, every drawn passage is
-    probed and the whole-book share is printed with its interval."""
+    called (the server received no request); resumed with --yes, every drawn passage (4,
+    with short replies: the test is of the flow) is probed and the whole-book share is
+    printed with its interval."""
     from recitation.models.local import LocalModel, model_cache_dir
     from recitation.serve import start_server
 
@@ -168,22 +169,22 @@ def test_a_whole_book_through_an_api_is_estimated_confirmed_then_sized(
     novel = shared_data / "pdnc" / "Persuasion" / "novel_text.txt"
     with start_server(LocalModel("smollm2")) as h:
         first = cli("audit", "--text", str(novel), "--model", f"openai:gpt-4.1-mini@{h.url}",
-                    "--passages", "6", "--recap-passages", "0", "--no-pearl",
-                    "--null-model", "none", "--runs-dir", str(tmp_path / "runs"))
+                    "--passages", "4", "--max-new-tokens", "24", "--recap-passages", "0",
+                    "--no-pearl", "--null-model", "none", "--runs-dir", str(tmp_path / "runs"))
         assert first.returncode == 1, first.stdout + first.stderr
-        assert "estimate for openai:gpt-4.1-mini" in first.stdout and "6 model calls" in \
+        assert "estimate for openai:gpt-4.1-mini" in first.stdout and "4 model calls" in \
             first.stdout and "cost about $" in first.stdout
         assert "paid calls" in first.stderr and "--yes" in first.stderr
         assert h.received == []  # nothing was called
         (folder,) = (tmp_path / "runs").iterdir()
         second = cli("audit", "--resume", str(folder), "--yes")
         assert second.returncode == 0, second.stdout + second.stderr
-        assert len(h.completed) == 6
+        assert len(h.completed) == 4
     out = second.stdout
     assert out.index("estimate for") < out.index("prefix_probe ...")
     assert "whole book (novel_text: " in out and "95% interval [0.0%, " in out
     report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
     whole = report["sections"]["whole_book"]
     (m,) = whole["models"].values()
-    assert whole["sampled"] == 6 and m["verbatim"]["n"] == 6 and m["missing"] == 0
+    assert whole["sampled"] == 4 and m["verbatim"]["n"] == 4 and m["missing"] == 0
     assert whole["population"] == len(load_passages(str(novel), 100))
