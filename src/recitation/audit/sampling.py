@@ -101,9 +101,8 @@ def stratified_sample(passages: Sequence[Passage], n: int, seed: int
     """``n`` passages drawn by chapter (module docstring), in text order, and the strata;
     every passage (a census) when ``n`` is 0 or not below their number."""
     groups = _chapters(passages)
-    if n <= 0 or n >= len(passages):
-        strata = merge(groups, len(groups))
-        return list(passages), [_stratum(s, s) for s in strata]
+    if n <= 0 or n >= len(passages):  # a census: every chapter, every passage
+        return list(passages), [_stratum(g, g) for g in groups]
     strata = merge(groups, n)
     rng = np.random.default_rng([seed, len(passages), n])
     sample: list[Passage] = []

@@ -229,8 +229,9 @@ def count_calls(job: DetectJob, *, logprobs: bool = True) -> dict[str, int]:
             out["output_tokens"] += r.max_tokens
     from recitation.methods import estimate, family_methods  # calls from the metadata
 
-    for plugin in job.plugins():  # plug-ins that generate (SaMIA) tell their requests
-        for s in samples if hasattr(plugin, "requests") else []:
+    makers = [x for x in job.plugins() if hasattr(x, "requests")]  # SaMIA: generations
+    for plugin in makers:
+        for s in samples:
             for r in plugin.requests(job, s):
                 out["generate_calls"] += 1
                 out["input_tokens"] += estimate_tokens(r.text)

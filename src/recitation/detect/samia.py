@@ -22,6 +22,7 @@ the prompt holds (the two coincide on WikiMIA). Differences are listed in docs/d
 
 from __future__ import annotations
 
+import hashlib
 import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -117,8 +118,6 @@ class SamiaDetector:
 
 def _seed(seed: int, sample_id: str, i: int) -> int:
     """A stable seed per (run seed, sample, draw): sampled calls are cached and resumed."""
-    import hashlib
-
     h = hashlib.sha256(f"samia:{seed}:{sample_id}:{i}".encode()).hexdigest()
     return int(h[:8], 16)
 

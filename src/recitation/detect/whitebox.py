@@ -104,6 +104,8 @@ def min_k_ngram(logprobs: Sequence[float], k: float, n: int) -> float:
 
 GAP_WINDOW = 3
 """Gap-K%'s moving-average window (the authors' ``--window_size`` default)."""
+_GAP_SIGMA = 1e-4
+"""sqrt(1e-8): the authors clamp the variance at 1e-8 before its square root."""
 
 
 def gap_k(logprobs: Sequence[float], top: Sequence[float], sigma: Sequence[float], k: float,
@@ -117,9 +119,6 @@ def gap_k(logprobs: Sequence[float], top: Sequence[float], sigma: Sequence[float
         gaps = [sum(gaps[i:i + window]) / window for i in range(len(gaps) - window + 1)]
     return _lowest_mean(gaps, k)
 
-
-_GAP_SIGMA = 1e-4
-"""sqrt(1e-8): the authors clamp the variance at 1e-8 before its square root."""
 
 
 def zlib_length(text: str) -> int:

@@ -19,6 +19,7 @@ from recitation import methods
 from recitation.metrics.fdr import DEFAULT_Q, catalogue_tests
 from recitation.records import DetectRecord, oriented_scores
 from recitation.report.sections import Section
+from recitation.report.stats import first_present
 from recitation.report.table import fmt
 from recitation.runs.store import RunStore
 
@@ -44,14 +45,6 @@ def _works(folder: Path) -> dict[str, str]:
     return out
 
 
-def _score_name(scores: dict[str, Any]) -> str | None:
-    for prefs in methods.verdict_scores().values():
-        for name in prefs:
-            if name in scores:
-                return name
-    return None
-
-
 def evidence_id(model_index: int, sample_id: str) -> str:
     """The HTML id of a text passage's evidence in the report (report.html.j2)."""
     return f"ev-{model_index}-{sample_id.partition(':')[2]}"
@@ -62,8 +55,10 @@ def _one(run: Path, works: dict[str, str], q: float, seed: int,
     with RunStore(run) as store:
         records = [DetectRecord.model_validate(r) for _, r in store.results("detect")]
     scores = oriented_scores(records)
-    if (name := _score_name(scores)) is None:
+    primary = first_present(methods.verdict_scores(), scores)
+    if not primary:
         return {"error": "no primary detector score in the detect run"}
+    name = primary[0]
     d = scores[name]
     by_work: dict[str, list[float]] = {}
     for sid, v in d["member"].items():

@@ -107,8 +107,8 @@ def detection(report: dict[str, Any], records: list[dict[str, Any]]) -> dict[str
     scores = _scores(records)
     dets = {name: _detector(name, d, scores.get(name, {}))
             for name, d in (report.get("detectors") or {}).items()}
-    primary = _first_present(methods.verdict_scores(), dets)
-    reported = _first_present(methods.reported_scores(), dets)
+    primary = first_present(methods.verdict_scores(), dets)
+    reported = first_present(methods.reported_scores(), dets)
     m = max(1, len(primary))
     for p in primary:
         pv = dets[p]["p_value"]
@@ -121,7 +121,7 @@ def detection(report: dict[str, Any], records: list[dict[str, Any]]) -> dict[str
             "warnings": list(report.get("warnings") or [])}
 
 
-def _first_present(families: dict[str, tuple[str, ...]], dets: dict[str, Any]) -> list[str]:
+def first_present(families: dict[str, tuple[str, ...]], dets: dict[str, Any]) -> list[str]:
     """The score that stands for each family: the first of its declared list the run has
     (e.g. Min-K%++ at 20% where the backend gives the full distribution, else Min-K%)."""
     return [next(p for p in prefs if p in dets) for prefs in families.values()

@@ -46,9 +46,10 @@ def _model(run: Path, w: dict[str, float], work: dict[str, str], alpha: float
     if not ids:
         return out | {"error": "no sampled passage was probed"}
     ws = [w[i] for i in ids]
-    out["verbatim"] = weighted_share([recs[i].verdict == "verbatim" for i in ids], ws).to_dict()
+    verbatim = {i: recs[i].verdict == "verbatim" for i in ids}
+    out["verbatim"] = weighted_share([verbatim[i] for i in ids], ws).to_dict()
     if len(set(work.values())) > 1:  # several books: each one's share too
-        out["by_work"] = {b: weighted_share([recs[i].verdict == "verbatim" for i in mine],
+        out["by_work"] = {b: weighted_share([verbatim[i] for i in mine],
                                             [w[i] for i in mine]).to_dict()
                           for b in sorted(set(work.values()))
                           if (mine := [i for i in ids if work[i] == b])}
