@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from recitation.audit.inputs import builtin_controls, load_passages, pick
-from recitation.audit.run import AuditSettings, create_audit, execute_audit, plan_methods
+from recitation.audit.run import (
+    AuditSettings,
+    create_audit,
+    execute_audit,
+    plan_methods,
+    run_stages,
+)
 from recitation.cli import main
 from recitation.errors import ConfigError, CorpusError
 from recitation.runs.audits import load_manifest
@@ -92,6 +98,20 @@ def test_no_controls_no_verdict_and_report_from_the_store(tmp_path: Path) -> Non
     f = json.loads((folder / "report.json").read_text(encoding="utf-8"))
     assert f["models"][0]["verdict"]["label"] == "no verdict"
     assert "no --controls" in (folder / "report.md").read_text(encoding="utf-8")
+
+
+def test_a_local_model_runs_its_two_recap_runs_together() -> None:
+    """A model that batches here runs RECAP on the passages and on the controls in one stage
+    (their prompts decoded in one batch: tests/models/test_rendezvous.py); an API model one
+    run after the other, within its rate limits."""
+    runs = {m: f"run-{m}" for m in ("prefix_probe", "recap_text", "recap_control", "detect")}
+    assert run_stages({"spec": "local:smollm2", "runs": runs}) == [
+        ["prefix_probe"], ["recap_text", "recap_control"], ["detect"]]
+    assert run_stages({"spec": "openai:gpt-4o-mini", "runs": runs}) == [
+        ["prefix_probe"], ["recap_text"], ["recap_control"], ["detect"]]
+    del runs["recap_control"]
+    assert run_stages({"spec": "local:smollm2", "runs": runs}) == [
+        ["prefix_probe"], ["recap_text"], ["detect"]]
 
 
 def test_a_second_execute_repeats_no_call(tmp_path: Path) -> None:

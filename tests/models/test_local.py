@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from recitation.errors import ConfigError
-from recitation.models.base import GenerationRequest
+from recitation.models.base import Generation, GenerationRequest, Message
 from recitation.models.local import LocalModel, resolve_model_path, shared_weights
 
 pytestmark = pytest.mark.model
@@ -39,6 +39,31 @@ async def test_batch_equals_one_at_a_time(local_model: LocalModel) -> None:
     batched = await local_model.generate(reqs)
     single = [(await local_model.generate([r]))[0] for r in reqs]
     assert [g.text for g in batched] == [g.text for g in single]
+
+
+async def test_concurrent_clients_are_decoded_in_one_batch(local_model: LocalModel) -> None:
+    """Two clients run together (an audit's two RECAP runs): their calls meet in one decoded
+    batch, and each gets the texts it gets alone."""
+    from recitation.models.rendezvous import run_together
+
+    chat = [GenerationRequest(messages=(Message("user", p),), max_tokens=8) for p in PROMPTS]
+    plain = [GenerationRequest(prompt=p, max_tokens=8) for p in PROMPTS]
+    sizes: list[int] = []
+    decode = local_model.generate_sync
+
+    def counted(reqs: list[GenerationRequest]) -> list[Generation]:
+        sizes.append(len(reqs))
+        return decode(reqs)
+
+    local_model.generate_sync = counted  # type: ignore[method-assign]
+    try:
+        (a, b), table = await run_together([local_model.generate(chat[:2]),
+                                            local_model.generate(plain)])
+    finally:
+        del local_model.generate_sync
+    assert sizes == [5] and table.batches == [[2, 3]]
+    assert [g.text for g in a] == [g.text for g in await local_model.generate(chat[:2])]
+    assert [g.text for g in b] == [g.text for g in await local_model.generate(plain)]
 
 
 async def test_seeded_sampling_is_reproducible(local_model: LocalModel) -> None:

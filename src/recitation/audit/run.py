@@ -52,6 +52,7 @@ from recitation.metrics.null import DEFAULT_ALPHA
 from recitation.models import registry
 from recitation.models.config import ModelConfig, parse_model_spec
 from recitation.models.registry import capabilities_of
+from recitation.models.rendezvous import run_together
 from recitation.runs.audits import RECAP_RUNS, load_manifest, save_manifest
 from recitation.runs.config import parse_config
 from recitation.runs.runner import RunOutcome, create_run, default_runs_dir, execute
@@ -299,23 +300,50 @@ def execute_audit(folder: Path, say: Say = print) -> list[RunOutcome]:
 
 def _execute_audit(folder: Path, say: Say) -> list[RunOutcome]:
     manifest = load_manifest(folder)
-    settings = AuditSettings.model_validate(manifest["settings"])
     outcomes = []
     for entry in manifest["models"]:
-        for method in ("prefix_probe", *RECAP_RUNS.values(), "detect"):
-            if name := entry["runs"].get(method):
-                say(f"{entry['spec']}: {method} ...")
-                t0 = time.perf_counter()
-                out = asyncio.run(execute(folder / "runs" / name))
+        for methods_ in run_stages(entry):
+            names = [entry["runs"][m] for m in methods_]
+            say(f"{entry['spec']}: {', '.join(methods_)} ...")
+            t0 = time.perf_counter()
+            outs = asyncio.run(_execute_together([folder / "runs" / n for n in names]))
+            for method, out in zip(methods_, outs, strict=True):
                 st = out.stats
                 say(f"{entry['spec']}: {method} {out.status} ({out.done_items}/"
                     f"{out.total_items} items, {time.perf_counter() - t0:.1f} s; backend "
                     f"calls {st.backend_calls}, from cache {st.served_from_cache}, from run "
                     f"store {st.served_from_store})")
-                outcomes.append(out)
+            outcomes += outs
         if runs_of("trace", entry["methods"]) and entry["runs"].get("prefix_probe"):
+            settings = AuditSettings.model_validate(manifest["settings"])
             outcomes.append(_trace(folder, manifest, entry, settings, say))
     return outcomes
+
+
+def run_stages(entry: dict[str, Any]) -> list[list[str]]:
+    """The model's runs in order, as stages run one after another: prefix probing, RECAP,
+    detection. A model that batches on this machine runs its two RECAP runs (passages and
+    controls) in one stage, their prompts decoded together (:mod:`recitation.models.
+    rendezvous`); an API model runs them one after the other, within its rate limits."""
+    have = [m for m in ("prefix_probe", *RECAP_RUNS.values(), "detect") if entry["runs"].get(m)]
+    caps = capabilities_of(parse_model_spec(entry["spec"])["backend"])
+    recap = [m for m in have if m in RECAP_RUNS.values()]
+    together = caps.local and caps.batching and len(recap) > 1
+    stages: list[list[str]] = []
+    for m in have:
+        if together and m in recap:
+            if m == recap[0]:
+                stages.append(recap)
+        else:
+            stages.append([m])
+    return stages
+
+
+async def _execute_together(run_dirs: list[Path]) -> list[RunOutcome]:
+    if len(run_dirs) == 1:
+        return [await execute(run_dirs[0])]
+    outs, _ = await run_together([execute(d) for d in run_dirs])
+    return outs
 
 
 def _trace(folder: Path, manifest: dict[str, Any], entry: dict[str, Any],

@@ -64,6 +64,7 @@ from recitation.models.base import (
     TokenScores,
     Usage,
 )
+from recitation.models.rendezvous import batched
 from recitation.models.tokenizer import HFTokenizer, LazyTokenizer, Tokenizer, folder_fingerprint
 
 log = logging.getLogger(__name__)
@@ -455,7 +456,8 @@ class LocalModel(Model):
         return HFTokenizer(self._tokenizer, fingerprint)
 
     async def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
-        return await asyncio.to_thread(self.generate_sync, requests)
+        # inside run_together, decoded in one batch with the other clients' requests
+        return await batched(self.generate_sync, requests)
 
     async def score(self, texts: list[str]) -> list[TokenScores]:
         return await asyncio.to_thread(self.score_sync, texts)
