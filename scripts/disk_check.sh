@@ -6,7 +6,7 @@
 # warning naming the folders. Below the hard minimum (pip alone cannot finish): an error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-NEED_GB="${RECITATION_DISK_NEED_GB:-12}"
+NEED_GB="${RECITATION_DISK_NEED_GB:-15}"
 MIN_GB="${RECITATION_DISK_MIN_GB:-4}"
 CACHE="${RECITATION_CACHE_DIR:-$HOME/.cache/recitation}"
 TMP="${TMPDIR:-/tmp}"

@@ -18,7 +18,11 @@ if [ $# -eq 0 ] && [ "${RECITATION_PREBUILD:-1}" != "0" ]; then
   echo "building the quick organism in the background (log: .venv/organism-build.log)"
   .venv/bin/python -m recitation.cli organism build --quick > .venv/organism-build.log 2>&1 &
   PREBUILD=$!
-  trap '[ -n "$PREBUILD" ] && kill "$PREBUILD" 2>/dev/null || true' EXIT
+  # the vLLM environment of tests/models/test_vllm.py (made once, then kept), meanwhile
+  echo "making the vLLM environment in the background (log: .venv/vllm-env.log)"
+  bash scripts/vllm_env.sh > .venv/vllm-env.log 2>&1 &
+  VLLM_ENV=$!
+  trap '[ -n "$PREBUILD" ] && kill "$PREBUILD" "$VLLM_ENV" 2>/dev/null || true' EXIT
 fi
 bash scripts/setup.sh "all,dev"
 # Debian's chromium for the HTML report's browser test (driven by Playwright through its

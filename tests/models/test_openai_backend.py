@@ -273,6 +273,40 @@ async def test_score_without_prompt_logprobs_is_unsupported(key: str) -> None:
     assert (body["echo"], body["logprobs"], body["max_tokens"]) == (True, 1, 0)
 
 
+def _vllm_prompt_logprobs_reply(info: RequestInfo) -> FaultAction:
+    """A server that refuses ``echo`` (HTTP 400) and answers ``prompt_logprobs`` the way vLLM
+    0.32 does (its reply to "one two three", the gold token second-likeliest at "two")."""
+    body = info.body or {}
+    if body.get("echo"):
+        return FaultAction.json_body({"error": {"message": "echo is not supported"}}, 400)
+    assert body["prompt_logprobs"] == 1 and body["max_tokens"] == 1
+    rows = [None,
+            {"7": {"logprob": -2.5, "rank": 2, "decoded_token": " two"},
+             "9": {"logprob": -0.5, "rank": 1, "decoded_token": " four"}},
+            {"8": {"logprob": -0.25, "rank": 1, "decoded_token": " three"}}]
+    return FaultAction.json_body({
+        "id": "c", "object": "text_completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "text": " and", "finish_reason": "length", "logprobs": None,
+                     "prompt_logprobs": rows}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}})
+
+
+async def test_score_finds_the_prompt_logprobs_form_and_keeps_it(key: str) -> None:
+    """Echo refused: the prompt_logprobs form, found on the first text and used for the rest;
+    the gold token's log-probability and the likeliest token's read by rank."""
+    with start_server(ScriptedModel(), fault_hook=_vllm_prompt_logprobs_reply) as h:
+        m = client_for(h)
+        first = await m.score(["one two three"])
+        again = await m.score(["one two three", "one two three"])
+        await m.aclose()
+    for s in (*first, *again):
+        assert s.tokens == ("one", " two", " three")
+        assert s.logprobs == (-2.5, -0.25) and s.top_logprob == (-0.5, -0.25)
+        assert s.usage.input_tokens == 3
+    echoed = [r for r in h.received if r.body and r.body.get("echo")]
+    assert len(echoed) == 1 and len(h.received) == 4  # echo tried once, never again
+
+
 async def test_score_via_scripted_server(scripted_server: ServerHandle, key: str) -> None:
     m = client_for(scripted_server)
     [s] = await m.score(["one two three"])

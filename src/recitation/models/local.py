@@ -380,6 +380,11 @@ class LocalModel(Model):
                  self.loaded_from_cache)
         return _Loaded(model, tok, {i for i in stop_ids if i is not None})
 
+    def transformers_dir(self) -> Path:
+        """The transformers folder of this model (a GGUF is de-quantized into the model cache
+        once): what plain transformers and a vLLM server load (docs/vllm.md)."""
+        return self._ensure_converted() if self.gguf_file else self.directory
+
     def _ensure_converted(self) -> Path:
         assert self.gguf_file is not None
         gguf = self.directory / self.gguf_file

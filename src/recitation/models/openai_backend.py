@@ -24,11 +24,16 @@ Requests
     reproducible depends on the server.
 
 Scoring
-    :meth:`OpenAIModel.score` asks ``completions`` for ``echo=True, logprobs=1, max_tokens=0``
-    (the vLLM convention) and reads the prompt's token log-probabilities. Only servers that
-    return prompt log-probabilities can do this (vLLM, ``recitation serve``; not OpenAI's own
-    chat models): a reply without them raises :class:`~recitation.errors.UnsupportedRequest`.
-    ``capabilities.logprobs`` is true because the backend cannot know in advance.
+    :meth:`OpenAIModel.score` reads the prompt's token log-probabilities in whichever of two
+    forms the server supports, found on the first text and then kept: ``echo=True,
+    logprobs=1, max_tokens=0`` (the legacy OpenAI form: vLLM, ``recitation serve``), else
+    ``extra_body={"prompt_logprobs": 1}`` (vLLM's own: each prompt token's log-probability
+    and rank, and the likeliest token's, so Gap-K% can run too). Only servers that return
+    prompt log-probabilities can score (not OpenAI's own chat models): when neither form
+    gives them, :class:`~recitation.errors.UnsupportedRequest` says so. No API gives the
+    whole distribution at every position (its mean and spread: Min-K%++), so detectors that
+    need it are left out for this backend. ``capabilities.logprobs`` is true because the
+    backend cannot know in advance.
 """
 
 from __future__ import annotations
@@ -78,6 +83,7 @@ class OpenAIModel(SDKModel):
         super().__init__(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout,
                          max_concurrency=max_concurrency)
         self._chat_limit_param = "max_tokens"
+        self._score_form: str | None = None  # "echo" / "prompt_logprobs", once found
 
     # -- generate ---------------------------------------------------------------------
     async def _generate_one(self, client: Any, req: GenerationRequest) -> Generation:
@@ -152,26 +158,38 @@ class OpenAIModel(SDKModel):
         return await gather_bounded(sem, texts, lambda t: self._score_one(client, t))
 
     async def _score_one(self, client: Any, text: str) -> TokenScores:
-        reply = await self._call(
-            client.completions.create,
-            model=self.name,
-            prompt=text,
-            echo=True,
-            logprobs=1,
-            max_tokens=0,
-            temperature=0.0,
-        )
+        if self._score_form is not None:
+            return await SCORE_FORMS[self._score_form](self, client, text)
+        refusals = []
+        for name, form in SCORE_FORMS.items():  # the first text finds the server's form
+            try:
+                out = await form(self, client, text)
+            except UnsupportedRequest as e:
+                refusals.append(f"{name}: {e}")
+                continue
+            except BackendError as e:
+                if e.status not in (400, 422):
+                    raise
+                refusals.append(f"{name}: {e}")
+                continue
+            log.info("%s returns prompt log-probabilities by %s", self._where, name)
+            self._score_form = name
+            return out
+        raise UnsupportedRequest(
+            f"{self._where} returned no prompt log-probabilities in either form; score() "
+            f"needs a server that returns them (e.g. vLLM or `recitation serve`). "
+            + " | ".join(refusals))
+
+    async def _score_echo(self, client: Any, text: str) -> TokenScores:
+        reply = await self._call(client.completions.create, model=self.name, prompt=text,
+                                 echo=True, logprobs=1, max_tokens=0, temperature=0.0)
         try:
-            choice = reply.choices[0]
-            lp = choice.logprobs
+            lp = reply.choices[0].logprobs
         except (AttributeError, IndexError, KeyError, TypeError) as e:
             raise self._malformed(reply, e) from None
         if lp is None or not getattr(lp, "tokens", None) or lp.token_logprobs is None:
-            raise UnsupportedRequest(
-                f"{self._where} returned no prompt log-probabilities for echo=True, "
-                f"logprobs=1, max_tokens=0; score() needs a server that returns them "
-                f"(e.g. vLLM or `recitation serve`)"
-            )
+            raise UnsupportedRequest("no prompt log-probabilities for echo=True, logprobs=1, "
+                                     "max_tokens=0")
         try:
             tokens, values = _prompt_part(text, lp)
             logprobs = tuple(float(v) for v in values[1:])
@@ -180,6 +198,48 @@ class OpenAIModel(SDKModel):
         return TokenScores(
             tokens=tokens, logprobs=logprobs, usage=Usage(_usage(reply).input_tokens, 0)
         )
+
+    async def _score_prompt_logprobs(self, client: Any, text: str) -> TokenScores:
+        reply = await self._call(client.completions.create, model=self.name, prompt=text,
+                                 max_tokens=1, temperature=0.0,
+                                 extra_body={"prompt_logprobs": 1})
+        try:
+            choice = reply.choices[0]
+            rows = getattr(choice, "prompt_logprobs", None)
+        except (AttributeError, IndexError, KeyError, TypeError) as e:
+            raise self._malformed(reply, e) from None
+        if not rows:
+            raise UnsupportedRequest("no prompt_logprobs in the reply")
+        try:
+            tokens, gold, top = _ranked_rows(text, rows)
+        except (AttributeError, KeyError, TypeError, ValueError) as e:
+            raise self._malformed(reply, e) from None
+        return TokenScores(tokens=tokens, logprobs=gold, top_logprob=top,
+                           usage=Usage(_usage(reply).input_tokens, 0))
+
+
+SCORE_FORMS = {"echo": OpenAIModel._score_echo,
+               "prompt_logprobs": OpenAIModel._score_prompt_logprobs}
+"""The forms of prompt log-probabilities :meth:`OpenAIModel.score` tries, in this order."""
+
+
+def _ranked_rows(text: str, rows: list[Any]
+                 ) -> tuple[tuple[str, ...], tuple[float, ...], tuple[float, ...]]:
+    """vLLM's ``prompt_logprobs`` (one row per prompt token, the first ``None``; each row maps
+    token ids to ``{logprob, rank, decoded_token}``: the prompt's token and the likeliest,
+    one entry when they are the same) -> tokens, their log-probs, the likeliest's. The first
+    token's text is what the others' texts leave of ``text``."""
+    gold, top, names = [], [], []
+    for row in rows[1:]:
+        entries = [dict(e) for e in row.values()]
+        mine = max(entries, key=lambda e: int(e["rank"]))  # the prompt's own token
+        best = min(entries, key=lambda e: int(e["rank"]))
+        gold.append(float(mine["logprob"]))
+        top.append(float(best["logprob"]))
+        names.append(str(mine.get("decoded_token") or ""))
+    rest = "".join(names)
+    first = text[: len(text) - len(rest)] if rest and text.endswith(rest) else ""
+    return (first, *names), tuple(gold), tuple(top)
 
 
 def _usage(reply: Any) -> Usage:
