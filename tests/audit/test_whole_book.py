@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from recitation.audit.estimate import confirm, estimate_audit, is_loopback
+from recitation.audit.estimate import confirm, estimate_audit
 from recitation.audit.inputs import load_passages
 from recitation.audit.run import AuditSettings, create_audit, execute_audit
 from recitation.audit.sampling import allocate, stratified_sample
 from recitation.errors import ConfigError
+from recitation.models.config import is_loopback
 from recitation.runs.audits import load_manifest
 from recitation.runs.store import RunStore
 

@@ -241,6 +241,26 @@ async def test_no_key_needed_sends_a_placeholder(scripted_server: ServerHandle) 
     assert scripted_server.received[0].headers["authorization"] == "Bearer no-key-needed"
 
 
+async def test_a_spec_on_this_machine_needs_no_key_unless_one_is_named(
+        scripted_server: ServerHandle, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``openai:NAME@http://127.0.0.1:PORT/v1`` (a vLLM or llama.cpp server here) with
+    OPENAI_API_KEY unset sends the placeholder; a remote endpoint, or a key variable named
+    on purpose, still needs its key."""
+    from recitation.models.config import ModelConfig, parse_model_spec
+    from recitation.models.registry import build_backend
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    m = build_backend(ModelConfig(**parse_model_spec(f"openai:scripted@{scripted_server.url}")))
+    assert (await m.generate([GenerationRequest(prompt="a", max_tokens=1)]))[0].text == "a"
+    await m.aclose()
+    assert scripted_server.received[0].headers["authorization"] == "Bearer no-key-needed"
+    with pytest.raises(AuthenticationError, match="OPENAI_API_KEY"):
+        build_backend(ModelConfig(**parse_model_spec("openai:m@http://10.1.2.3:8000/v1")))
+    with pytest.raises(AuthenticationError, match=KEY_ENV):
+        build_backend(ModelConfig(**parse_model_spec(f"openai:m@{scripted_server.url}"),
+                                  api_key_env=KEY_ENV))
+
+
 async def test_rejected_key_is_authentication_error_without_the_key(key: str) -> None:
     body = FaultAction.json_body(
         {"error": {"message": f"Incorrect API key provided: {key}", "type": "auth"}}, 401

@@ -17,15 +17,14 @@ call, its folder kept for ``recitation audit --resume FOLDER --yes``.
 
 from __future__ import annotations
 
-import ipaddress
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlparse
 
 from recitation.errors import ConfigError
+from recitation.models.config import is_loopback
 from recitation.runs.audits import load_manifest
 from recitation.runs.jobs import CallEstimate
 
@@ -59,17 +58,6 @@ class ModelEstimate:
         return (f"estimate for {self.spec}: {bound}{c.calls:,} model calls, about "
                 f"{c.input_tokens:,} input and at most {c.output_tokens:,} output tokens; "
                 f"cost {cost}{extra}")
-
-
-def is_loopback(url: str) -> bool:
-    """True when the URL's host is this machine (localhost or a loopback address)."""
-    host = urlparse(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _paid(cfg: RunConfig, usd: float | None) -> bool:

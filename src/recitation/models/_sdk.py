@@ -44,7 +44,7 @@ from recitation.errors import (
     require,
 )
 from recitation.models.base import Generation, GenerationRequest, Model
-from recitation.models.config import ModelConfig
+from recitation.models.config import ModelConfig, is_loopback
 
 T = TypeVar("T")
 C = TypeVar("C")
@@ -247,6 +247,9 @@ class SDKModel(Model):
         here, and a missing one is named with its extra."""
         key_env = (None if cfg.api_key_env is False
                    else cfg.api_key_env or f"{cls.backend.upper()}_API_KEY")
+        if (cfg.api_key_env is None and cfg.base_url and is_loopback(cfg.base_url)
+                and not os.environ.get(key_env or "", "").strip()):
+            key_env = None  # a server on this machine (vLLM, llama.cpp, serve): no key asked
         return cls(cfg.model, base_url=cfg.base_url, api_key_env=key_env,
                    timeout=cfg.timeout, max_concurrency=cfg.concurrency)
 

@@ -19,7 +19,9 @@ the models, so that ``recitation.models`` needs nothing from ``recitation.runs``
 from __future__ import annotations
 
 import difflib
+import ipaddress
 from typing import Any, Literal
+from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -153,3 +155,14 @@ def resolve_model_spec(spec: str, *, backend: str | None = None, base_url: str |
 
 
 SPEC_FORM = "backend:model[@url]"
+
+
+def is_loopback(url: str) -> bool:
+    """True when the URL's host is this machine (localhost or a loopback address)."""
+    host = urlparse(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
