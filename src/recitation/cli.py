@@ -169,12 +169,13 @@ def build_parser() -> argparse.ArgumentParser:
     from recitation.probes.cli import add_probe_parser, add_task_parser
     from recitation.report.cli import add_report_parsers
     from recitation.serve_cli import add_serve_parser
+    from recitation.signals_cli import add_signals_parser
     from recitation.trace.cli import add_index_parser, add_propme_parser, add_trace_parser
 
     for add in (add_serve_parser, add_evaluate_parser, add_extract_parser, add_detect_parser,
                 add_methods_parser, add_organism_parser, add_bench_parser, add_index_parser,
                 add_trace_parser, add_propme_parser, add_audit_parser, add_report_parsers,
-                add_probe_parser, add_task_parser):
+                add_probe_parser, add_task_parser, add_signals_parser):
         add(sub)
     return parser
 

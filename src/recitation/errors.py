@@ -57,6 +57,7 @@ DEPENDENCIES: dict[str, tuple[str, str]] = {
     "infini_gram": ("infini-gram", "trace"),  # the infini-gram query engine (optional)
     "plotly": ("plotly", "report"),  # the HTML report's charts
     "jinja2": ("jinja2", "report"),  # the HTML report's template (autoescaped)
+    "pyarrow": ("pyarrow", "signals"),  # the token-signal store's Parquet shards
 }
 
 

@@ -114,6 +114,11 @@ async def test_score_matches_direct_logits(local_model: LocalModel) -> None:
         assert max(abs(a - b) for a, b in zip(mus, mu.tolist(), strict=True)) < 1e-3
         assert max(abs(a - b) for a, b in zip(sds, sd.tolist(), strict=True)) < 1e-3
         assert all(math.isfinite(x) for x in s.logprobs)
+        assert s.token_ids == tuple(ids[0].tolist())
+        order = torch.argsort(logp, dim=-1, descending=True)  # ranks by sorting, 1-based
+        by_sort = [int((order[i] == t).nonzero()) + 1 for i, t in enumerate(ids[0, 1:])]
+        assert s.rank is not None and sum(a != b for a, b in zip(s.rank, by_sort,
+                                                               strict=True)) <= 1
 
 
 async def test_candidates_after_one_passage_share_a_prefix_pass(
@@ -157,6 +162,10 @@ async def test_candidates_after_one_passage_share_a_prefix_pass(
         assert max(abs(a - b) for a, b in zip(s.logprobs, direct, strict=True)) < 1e-3
         mu = (logp.exp() * logp).sum(-1).tolist()
         assert max(abs(a - b) for a, b in zip(s.mean_logprob or (), mu, strict=True)) < 1e-3
+        whole = (await local_model.score([text]))[0]  # one text: no shared prefix
+        assert s.token_ids == whole.token_ids == tuple(ids[0].tolist())
+        assert s.rank is not None and whole.rank is not None
+        assert sum(a != b for a, b in zip(s.rank, whole.rank, strict=True)) <= 1
 
 
 async def test_logprobs_of_generated_tokens(local_model: LocalModel) -> None:

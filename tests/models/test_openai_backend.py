@@ -322,6 +322,7 @@ async def test_score_finds_the_prompt_logprobs_form_and_keeps_it(key: str) -> No
     for s in (*first, *again):
         assert s.tokens == ("one", " two", " three")
         assert s.logprobs == (-2.5, -0.25) and s.top_logprob == (-0.5, -0.25)
+        assert s.rank == (2, 1)
         assert s.usage.input_tokens == 3
     echoed = [r for r in h.received if r.body and r.body.get("echo")]
     assert len(echoed) == 1 and len(h.received) == 4  # echo tried once, never again

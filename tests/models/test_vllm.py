@@ -95,6 +95,8 @@ async def test_prompt_logprobs_in_the_servers_form_equal_local_scores(
         assert r.top_logprob is not None and w.top_logprob is not None
         assert _gap(g.logprobs, w.logprobs) < TOL and _gap(r.logprobs, w.logprobs) < TOL
         assert _gap(r.top_logprob, w.top_logprob) < TOL
+        assert r.rank is not None and w.rank is not None
+        assert sum(a != b for a, b in zip(r.rank, w.rank, strict=True)) <= 1  # near-ties
         assert "".join(r.tokens) == text
 
 

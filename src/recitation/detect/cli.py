@@ -60,6 +60,9 @@ def add_detect_parser(sub: Any) -> None:
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--concurrency", type=int, default=1)
     p.add_argument("--no-cache", action="store_true")
+    p.add_argument("--signals", default=None, metavar="DIR",
+                   help="a token-signal store (`recitation signals`): scores read from it, "
+                        "texts it lacks scored once and added")
     p.add_argument("--estimate-only", action="store_true",
                    help="print the calls and cost the run would need, and stop")
     p.add_argument("--runs-dir", type=Path, default=None)
@@ -146,6 +149,7 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
         "min_k_ngram": args.min_k_ngram, "recall_shots": args.recall_shots,
         "dcpdd_corpus": args.dcpdd_corpus, "dcpdd_a": args.dcpdd_a,
         "samia_samples": args.samia_samples, "samia_max_tokens": args.samia_max_tokens,
+        "signals": args.signals,
     }
     if args.reference_model:
         params["reference_model"] = _model_spec(args.reference_model, args.reference_backend,

@@ -99,6 +99,14 @@ class DetectParams(BaseModel):
     calibration: Literal["conformal", "empirical"] = "conformal"
     labelled: bool = True  # the audited samples are known members: report AUC / TPR
     n_bootstrap: int = Field(1000, ge=0)
+    # a token-signal store (recitation.signals): texts' scores read from it, those it lacks
+    # scored once and added; None: scored through the model (and its response cache)
+    signals: str | None = None
+
+    @field_validator("signals")
+    @classmethod
+    def _absolute(cls, v: str | None) -> str | None:
+        return str(Path(v).expanduser().resolve()) if v else None
 
     @field_validator("detectors")
     @classmethod
@@ -292,8 +300,8 @@ class DetectJob(Job):
         companions = [plugin.companion_texts(self, samples) for plugin in plugins]
         scored: list[TokenScores] = []
         if any(getattr(plugin, "needs_scores", True) for plugin in plugins):  # not SaMIA
-            scored = await model.score([s.text for s in samples]
-                                       + [t for c in companions for t in c])
+            scored = await self._token_scores(model, [s.text for s in samples]
+                                              + [t for c in companions for t in c])
         start = n
         for plugin, texts in zip(plugins, companions, strict=True):
             own = scored[start:start + len(texts)]
@@ -301,6 +309,17 @@ class DetectJob(Job):
             found = await plugin.score(self, samples, scored[:n], own, model)
             for sid, res in found.items():
                 _merge(records[sid], plugin.family, res)
+
+    async def _token_scores(self, model: Model, texts: list[str]) -> list[TokenScores]:
+        """The texts' token scores: from the signal store when the run has one (scoring
+        only what it lacks, once), else from the model."""
+        if not self.params.signals:
+            return await model.score(texts)
+        from recitation.signals.compute import score_through, signal_identity
+        from recitation.signals.store import SignalStore
+
+        store = SignalStore(Path(self.params.signals), signal_identity(model))
+        return (await score_through(store, model, texts))[0]
 
     def reference(self, target: Model) -> Model | None:
         """The reference model (built once), or None when none is configured."""

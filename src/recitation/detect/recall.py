@@ -96,22 +96,25 @@ class RecallDetector:
             self._prefix = ({c.id for c in controls[:shots]}, prefix)
         return self._prefix
 
+    def _todo(self, ctx: ScoringContext, samples: Sequence[Sample]) -> list[int]:
+        """The samples ReCaLL scores: all but the controls in its prefix."""
+        in_prefix = self.prefix(ctx)[0]
+        return [i for i, s in enumerate(samples)
+                if not (s.label == "control" and s.id in in_prefix)]
+
     def companion_texts(self, ctx: ScoringContext, samples: Sequence[Sample]) -> list[str]:
-        return []
+        """Each scored sample after the non-member prefix (scored with the texts, in the
+        same call, or read from a signal store)."""
+        prefix = self.prefix(ctx)[1]
+        return [prefix + samples[i].text for i in self._todo(ctx, samples)]
 
     async def score(self, ctx: ScoringContext, samples: Sequence[Sample],
                     plain: Sequence[TokenScores], companions: Sequence[TokenScores],
                     model: Model) -> dict[str, SampleResult]:
-        in_prefix, prefix = self.prefix(ctx)
-        out: dict[str, SampleResult] = {}
-        todo = []
-        for i, s in enumerate(samples):
-            if s.label == "control" and s.id in in_prefix:  # in the prefix: no score
-                out[s.id] = SampleResult(fields={"recall_prefix": True})
-            else:
-                todo.append(i)
-        cond = await model.score([prefix + samples[i].text for i in todo])
-        for i, c in zip(todo, cond, strict=True):
+        todo = self._todo(ctx, samples)
+        out: dict[str, SampleResult] = {samples[i].id: SampleResult(
+            fields={"recall_prefix": True}) for i in set(range(len(samples))) - set(todo)}
+        for i, c in zip(todo, companions, strict=True):
             s = samples[i]
             try:
                 out[s.id] = SampleResult([DetectorScore(s.id, "recall",

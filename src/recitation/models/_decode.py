@@ -166,17 +166,27 @@ def score_texts(model: Any, tok: Any, texts: list[str]) -> list[TokenScores]:
         logp = torch.log_softmax(logits[i, ids.shape[1] - k : -1].float(), dim=-1)
         tok_lp = logp.gather(-1, row_ids[1:].unsqueeze(-1)).squeeze(-1)
         mu, sigma, top = _stats(logp)
+        rank = _rank(logp, tok_lp)
         del logp
-        out.append(_row_scores(tok, row_ids.tolist(), tok_lp, mu, sigma, top))
+        out.append(_row_scores(tok, row_ids.tolist(), tok_lp, (mu, sigma, top, rank)))
     return out
 
 
-def _row_scores(tok: Any, row_ids: list[int], tok_lp: torch.Tensor, mu: torch.Tensor,
-                sigma: torch.Tensor, top: torch.Tensor) -> TokenScores:
+def _row_scores(tok: Any, row_ids: list[int], tok_lp: torch.Tensor,
+                stats: tuple[torch.Tensor, ...]) -> TokenScores:
+    """One text's scores; ``stats``: the vocabulary mean and std of log p, the likeliest
+    token's log p and the text's token's rank, per position."""
+    mu, sigma, top, rank = stats
     return TokenScores(tokens=tuple(tok.convert_ids_to_tokens(row_ids)),
                        logprobs=tuple(tok_lp.tolist()), mean_logprob=tuple(mu.tolist()),
                        std_logprob=tuple(sigma.tolist()), usage=Usage(len(row_ids), 0),
-                       top_logprob=tuple(top.tolist()))
+                       top_logprob=tuple(top.tolist()), token_ids=tuple(row_ids),
+                       rank=tuple(int(r) for r in rank.tolist()))
+
+
+def _rank(logp: torch.Tensor, gold: torch.Tensor) -> torch.Tensor:
+    """Per row of ``logp``: 1 + how many tokens are likelier than the ``gold`` one."""
+    return (logp > gold.unsqueeze(-1)).sum(-1) + 1
 
 
 def _stats(logp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -211,6 +221,7 @@ def score_shared_prefix(model: Any, tok: Any, rows: list[list[int]], prefix: int
     pre_logp = torch.log_softmax(res.logits[0].float(), dim=-1)  # [prefix, V]
     pre_mu, pre_sigma, pre_top = _stats(pre_logp)
     pre_lp = pre_logp[:-1].gather(-1, torch.tensor(rows[0][1:prefix]).unsqueeze(-1)).squeeze(-1)
+    pre_rank = _rank(pre_logp[:-1], pre_lp)
     out: list[TokenScores] = []
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
     for b in range(0, len(rows), batch_size):
@@ -231,9 +242,10 @@ def score_shared_prefix(model: Any, tok: Any, rows: list[list[int]], prefix: int
             mu, sigma, top = _stats(logp)
             first = pre_logp[-1, s[0]].reshape(1)
             rest = logp.gather(-1, torch.tensor(s[1:], dtype=torch.long).unsqueeze(-1)).squeeze(-1)
-            out.append(_row_scores(tok, chunk[i], torch.cat([pre_lp, first, rest]),
-                                   torch.cat([pre_mu, mu]), torch.cat([pre_sigma, sigma]),
-                                   torch.cat([pre_top, top])))
+            rank = torch.cat([pre_rank, _rank(pre_logp[-1:], first), _rank(logp, rest)])
+            out.append(_row_scores(tok, chunk[i], torch.cat([pre_lp, first, rest]), (
+                torch.cat([pre_mu, mu]), torch.cat([pre_sigma, sigma]),
+                torch.cat([pre_top, top]), rank)))
     return out
 
 

@@ -169,7 +169,9 @@ class TokenScores:
     ``mean_logprob[i]`` / ``std_logprob[i]`` (when the backend can) are the mean and standard
     deviation of log p over the vocabulary under the model's own next-token distribution at
     that position — what Min-K%++ normalises by — and ``top_logprob[i]`` the log p of the
-    most likely token there (Gap-K%).
+    most likely token there (Gap-K%). ``token_ids`` are the tokens' ids and ``rank[i]`` the
+    rank of ``tokens[i + 1]`` in that distribution (1: the likeliest), where the backend
+    gives them (the local backend; vLLM's ``prompt_logprobs``).
     """
 
     tokens: tuple[str, ...]
@@ -180,6 +182,8 @@ class TokenScores:
     cached: bool = False
     cost_usd: float = 0.0  # as Generation.cost_usd
     top_logprob: tuple[float, ...] | None = None
+    token_ids: tuple[int, ...] | None = None
+    rank: tuple[int, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = {
@@ -189,8 +193,9 @@ class TokenScores:
             "std_logprob": list(self.std_logprob) if self.std_logprob else None,
             "usage": asdict(self.usage),
         }
-        if self.top_logprob:  # only where the backend gives it (stored answers unchanged)
-            d["top_logprob"] = list(self.top_logprob)
+        for name in ("top_logprob", "token_ids", "rank"):  # only where the backend gives
+            if value := getattr(self, name):  # them (stored answers unchanged)
+                d[name] = list(value)
         return d
 
     @staticmethod
@@ -206,6 +211,8 @@ class TokenScores:
             usage=Usage(**d.get("usage", {})),
             cached=cached,
             top_logprob=tup(d.get("top_logprob")),
+            token_ids=tuple(d["token_ids"]) if d.get("token_ids") else None,
+            rank=tuple(d["rank"]) if d.get("rank") else None,
         )
 
 

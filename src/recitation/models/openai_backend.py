@@ -211,10 +211,10 @@ class OpenAIModel(SDKModel):
         if not rows:
             raise UnsupportedRequest("no prompt_logprobs in the reply")
         try:
-            tokens, gold, top = _ranked_rows(text, rows)
+            tokens, gold, top, rank = _ranked_rows(text, rows)
         except (AttributeError, KeyError, TypeError, ValueError) as e:
             raise self._malformed(reply, e) from None
-        return TokenScores(tokens=tokens, logprobs=gold, top_logprob=top,
+        return TokenScores(tokens=tokens, logprobs=gold, top_logprob=top, rank=rank,
                            usage=Usage(_usage(reply).input_tokens, 0))
 
 
@@ -223,23 +223,24 @@ SCORE_FORMS = {"echo": OpenAIModel._score_echo,
 """The forms of prompt log-probabilities :meth:`OpenAIModel.score` tries, in this order."""
 
 
-def _ranked_rows(text: str, rows: list[Any]
-                 ) -> tuple[tuple[str, ...], tuple[float, ...], tuple[float, ...]]:
+def _ranked_rows(text: str, rows: list[Any]) -> tuple[
+        tuple[str, ...], tuple[float, ...], tuple[float, ...], tuple[int, ...]]:
     """vLLM's ``prompt_logprobs`` (one row per prompt token, the first ``None``; each row maps
     token ids to ``{logprob, rank, decoded_token}``: the prompt's token and the likeliest,
-    one entry when they are the same) -> tokens, their log-probs, the likeliest's. The first
-    token's text is what the others' texts leave of ``text``."""
-    gold, top, names = [], [], []
+    one entry when they are the same) -> tokens, their log-probs, the likeliest's, their
+    ranks. The first token's text is what the others' texts leave of ``text``."""
+    gold, top, names, ranks = [], [], [], []
     for row in rows[1:]:
         entries = [dict(e) for e in row.values()]
         mine = max(entries, key=lambda e: int(e["rank"]))  # the prompt's own token
         best = min(entries, key=lambda e: int(e["rank"]))
         gold.append(float(mine["logprob"]))
         top.append(float(best["logprob"]))
+        ranks.append(int(mine["rank"]))
         names.append(str(mine.get("decoded_token") or ""))
     rest = "".join(names)
     first = text[: len(text) - len(rest)] if rest and text.endswith(rest) else ""
-    return (first, *names), tuple(gold), tuple(top)
+    return (first, *names), tuple(gold), tuple(top), tuple(ranks)
 
 
 def _usage(reply: Any) -> Usage:

@@ -1,0 +1,1 @@
+"""Token signals computed once per (model, text): :mod:`recitation.signals.store`."""

@@ -1,0 +1,49 @@
+"""One scoring pass per (model, text): the texts a store lacks are scored in shards, each
+written as it finishes, so a killed job resumed scores only the shards it had not written."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from recitation.models.base import Model, TokenScores
+from recitation.signals.store import SignalStore
+
+__all__ = ["SHARD_TEXTS", "Computed", "score_through", "signal_identity"]
+
+SHARD_TEXTS = 256
+"""Texts per shard: small enough that a kill loses little, large enough that a store of
+16,000 passages is 63 files."""
+
+
+@dataclass(frozen=True)
+class Computed:
+    texts: int
+    scored: int
+    shards_written: int
+
+
+def signal_identity(model: Model) -> dict[str, object]:
+    """What the signals of ``model`` depend on: its identity and, where it has one, the code
+    and library versions that compute its answers (as the response cache keys them)."""
+    ident = dict(model.identity())
+    code = model.answer_code()
+    return ident | {"answer_code": code} if code else ident
+
+
+async def score_through(store: SignalStore, model: Model, texts: list[str], *,
+                        shard: int = SHARD_TEXTS,
+                        progress: Callable[[int, int], None] | None = None,
+                        ) -> tuple[list[TokenScores], Computed]:
+    """The signals of ``texts``: those the store lacks are scored by ``model`` in shards of
+    ``shard`` texts, each written as soon as it is scored; then all are read from the
+    store (so what a detector reads is what the store holds)."""
+    todo = store.missing(texts)
+    written = 0
+    for start in range(0, len(todo), shard):
+        part = todo[start : start + shard]
+        store.write(part, await model.score(part))
+        written += 1
+        if progress:
+            progress(min(start + shard, len(todo)), len(todo))
+    return store.read(texts), Computed(len(texts), len(todo), written)

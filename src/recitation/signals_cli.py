@@ -1,0 +1,62 @@
+"""``recitation signals``: the token signals of texts under a model, computed once into a
+store (:mod:`recitation.signals.store`) that ``recitation detect --signals`` reads."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_signals_parser"]
+
+
+def add_signals_parser(sub: Any) -> None:
+    p = sub.add_parser("signals", help="per-token signals of texts under a model, computed "
+                       "once into a Parquet store (detect --signals reads it)")
+    p.add_argument("sources", nargs="+", metavar="SRC",
+                   help="texts, as detect's --members: PATH.jsonl | PATH.txt | book:PATH | "
+                        "kjv:... | builtin:NAME")
+    p.add_argument("--model", default="smollm2", metavar="SPEC",
+                   help="model spec, backend:model[@url] (default: the embedded SmolLM2)")
+    p.add_argument("--store", type=Path, default=None, metavar="DIR",
+                   help="the store folder (default: signals/ in the cache folder)")
+    p.add_argument("--limit", type=int, default=None, help="texts per source")
+    p.add_argument("--passage-words", type=int, default=250,
+                   help="words per passage of a book source")
+    p.add_argument("--shard", type=int, default=None, metavar="N",
+                   help="texts per shard (default 256)")
+    p.set_defaults(func=cmd_signals)
+
+
+def default_store() -> Path:
+    from recitation._cachedir import cache_dir
+
+    return cache_dir() / "signals"
+
+
+def cmd_signals(args: argparse.Namespace) -> int:
+    from recitation.detect.samples import load_samples
+    from recitation.models.config import ModelConfig, parse_model_spec
+    from recitation.models.registry import build_backend
+    from recitation.runs.console import console
+    from recitation.signals.compute import SHARD_TEXTS, score_through, signal_identity
+    from recitation.signals.store import SignalStore
+
+    texts = [s.text for src in args.sources for s in load_samples(
+        src, "member", limit=args.limit, passage_words=args.passage_words)]
+    model = build_backend(ModelConfig(**parse_model_spec(args.model)))
+    store = SignalStore(args.store or default_store(), signal_identity(model))
+
+    async def run() -> Any:
+        try:
+            return (await score_through(store, model, texts,
+                                        shard=args.shard or SHARD_TEXTS))[1]
+        finally:
+            await model.aclose()
+
+    done = asyncio.run(run())
+    console.print(f"{done.texts} texts: {done.scored} scored in {done.shards_written} "
+                  f"shard(s), {done.texts - done.scored} already in the store; "
+                  f"{store.folder}")
+    return 0
