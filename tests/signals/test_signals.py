@@ -160,3 +160,21 @@ async def test_detect_reads_the_store_equal_to_scoring_and_a_rerun_calls_no_mode
     finally:
         del local_model.score
     assert calls == 0 and any(d.startswith("min_k_3gram") or "gram" in d for _, d in again)
+
+
+def test_the_command_scores_once_then_finds_everything_in_the_store(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from recitation.cli import main
+
+    src = tmp_path / "t.jsonl"
+    src.write_text("".join(json.dumps({"id": str(k), "text": t}) + "\n"
+                           for k, t in enumerate(TEXTS)))
+    args = ["signals", str(src), "--model", "scripted:x", "--store", str(tmp_path / "s"),
+            "--shard", "4"]
+    assert main(args) == 0
+    assert "7 texts: 7 scored in 2 shard(s), 0 already in the store" in capsys.readouterr().out
+    assert main(args) == 0
+    assert "7 texts: 0 scored in 0 shard(s), 7 already in the store" in capsys.readouterr().out
+    (folder,) = [p for p in (tmp_path / "s").iterdir() if p.is_dir()]
+    assert json.loads((folder / "model.json").read_text())["backend"] == "scripted"
+    assert sum(pq.read_table(p).num_rows for p in folder.glob("*.parquet")) == 7
