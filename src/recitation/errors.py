@@ -58,6 +58,7 @@ DEPENDENCIES: dict[str, tuple[str, str]] = {
     "plotly": ("plotly", "report"),  # the HTML report's charts
     "jinja2": ("jinja2", "report"),  # the HTML report's template (autoescaped)
     "pyarrow": ("pyarrow", "signals"),  # the token-signal store's Parquet shards
+    "ray": ("ray", "ray"),  # token signals on a Ray cluster (Ray Data actors)
 }
 
 

@@ -26,6 +26,13 @@ def add_signals_parser(sub: Any) -> None:
                    help="words per passage of a book source")
     p.add_argument("--shard", type=int, default=None, metavar="N",
                    help="texts per shard (default 256)")
+    p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                   help="score on a Ray cluster: its address (host:port, or 'auto' for the "
+                        "one `ray start` began here), or none for a cluster of this "
+                        "command's own on 127.0.0.1; the store must be on a file system "
+                        "every worker reaches")
+    p.add_argument("--workers", type=int, default=2,
+                   help="with --ray: actors, each loading the model once (default 2)")
     p.set_defaults(func=cmd_signals)
 
 
@@ -39,12 +46,18 @@ def cmd_signals(args: argparse.Namespace) -> int:
     from recitation.detect.samples import load_samples
     from recitation.models.config import ModelConfig, parse_model_spec
     from recitation.models.registry import build_backend
-    from recitation.runs.console import console
     from recitation.signals.compute import SHARD_TEXTS, score_through, signal_identity
     from recitation.signals.store import SignalStore
 
     texts = [s.text for src in args.sources for s in load_samples(
         src, "member", limit=args.limit, passage_words=args.passage_words)]
+    if args.ray:
+        from recitation.signals.on_ray import score_on_ray
+
+        root = args.store or default_store()
+        done = score_on_ray(root, args.model, texts, address=args.ray, workers=args.workers,
+                            shard=args.shard or SHARD_TEXTS)
+        return _say(done, root)
     model = build_backend(ModelConfig(**parse_model_spec(args.model)))
     store = SignalStore(args.store or default_store(), signal_identity(model))
 
@@ -55,8 +68,12 @@ def cmd_signals(args: argparse.Namespace) -> int:
         finally:
             await model.aclose()
 
-    done = asyncio.run(run())
+    return _say(asyncio.run(run()), store.root)
+
+
+def _say(done: Any, root: Path) -> int:
+    from recitation.runs.console import console
+
     console.print(f"{done.texts} texts: {done.scored} scored in {done.shards_written} "
-                  f"shard(s), {done.texts - done.scored} already in the store; "
-                  f"{store.folder}")
+                  f"shard(s), {done.texts - done.scored} already in the store; {root}")
     return 0

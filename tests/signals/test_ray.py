@@ -1,0 +1,136 @@
+"""Token signals on a real Ray cluster: a head node started by the test on 127.0.0.1 only
+(checked: every port its processes listen on), with its own temporary folder, stopped alone
+(its own processes, never `ray stop`, which ends every Ray process on the machine).
+`recitation signals --ray ADDRESS` gives the in-process path's store, number for number, and
+a job whose shard went missing (killed before writing it) scores that shard alone; `--ray`
+alone runs a cluster of its own."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.model]
+
+ray = pytest.importorskip("ray")
+pq = pytest.importorskip("pyarrow.parquet")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _cluster_processes(temp: Path) -> list[object]:
+    """The head's processes: those naming its temporary folder, and their children."""
+    import psutil
+
+    roots = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if p.pid != os.getpid() and any(str(temp) in a for a in p.info["cmdline"] or ()):
+                roots.append(p)
+        except psutil.Error:
+            continue
+    found = {p.pid: p for p in roots}
+    for p in roots:
+        try:
+            found |= {c.pid: c for c in p.children(recursive=True)}
+        except psutil.Error:
+            continue
+    return list(found.values())
+
+
+def _listening(procs: list[object]) -> list[str]:
+    import psutil
+
+    out = []
+    for p in procs:
+        try:
+            conns = p.net_connections(kind="inet")  # type: ignore[attr-defined]
+        except psutil.Error:
+            continue
+        out += [c.laddr.ip for c in conns if c.status == psutil.CONN_LISTEN]
+    return out
+
+
+@pytest.fixture(scope="module")
+def head() -> Iterator[tuple[str, Path]]:
+    """A Ray head node on 127.0.0.1 (a short temporary folder: Ray's socket paths must fit
+    108 bytes); yields its address and folder; stops its own processes at the end."""
+    temp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))
+    port = _free_port()
+    env = dict(os.environ, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", RECITATION_THREADS="1")
+    ray_bin = Path(sys.executable).parent / "ray"
+    subprocess.run([str(ray_bin), "start", "--head", "--node-ip-address=127.0.0.1",
+                    f"--port={port}", f"--temp-dir={temp}", "--num-cpus=2",
+                    "--include-dashboard=false", "--disable-usage-stats"],
+                   env=env, check=True, capture_output=True, timeout=120)
+    try:
+        yield f"127.0.0.1:{port}", temp
+    finally:
+        import psutil
+
+        procs = _cluster_processes(temp)
+        for p in procs:
+            try:
+                p.send_signal(signal.SIGTERM)  # type: ignore[attr-defined]
+            except psutil.Error:
+                pass
+        _, alive = psutil.wait_procs(procs, timeout=5)  # type: ignore[arg-type]
+        for p in alive:
+            p.kill()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _signals(store: Path, texts: Path, *extra: str) -> str:
+    env = dict(os.environ, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+    p = subprocess.run([sys.executable, "-m", "recitation.cli", "signals", str(texts),
+                        "--model", "smollm2", "--store", str(store), "--shard", "4", *extra],
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout
+
+
+def _rows(store: Path) -> dict[str, dict[str, object]]:
+    return {r["text_sha256"]: r for path in store.glob("*/*.parquet")
+            for r in pq.read_table(path).to_pylist()}
+
+
+def test_signals_on_a_ray_cluster_equal_the_in_process_store_and_resume_by_shard(
+        head: tuple[str, Path], tmp_path: Path) -> None:
+    import json
+
+    address, temp = head
+    procs = _cluster_processes(temp)
+    ips = _listening(procs)
+    assert procs and ips and set(ips) <= {"127.0.0.1", "::ffff:127.0.0.1"}, ips
+    texts = tmp_path / "t.jsonl"
+    words = "the sea was calm and the birds were quiet over the water at first light".split()
+    texts.write_text("".join(json.dumps({"id": str(k), "text": " ".join(
+        words[(k + i) % len(words)] for i in range(20 + k))}) + "\n" for k in range(14)))
+    out = _signals(tmp_path / "ray", texts, "--ray", address, "--workers", "2")
+    assert "14 texts: 14 scored in 4 shard(s)" in out
+    assert "14 texts: 14 scored in 4 shard(s)" in _signals(tmp_path / "here", texts)
+    on_ray, here = _rows(tmp_path / "ray"), _rows(tmp_path / "here")
+    assert on_ray.keys() == here.keys() and len(here) == 14
+    assert on_ray == here  # every column, every number
+    names = sorted(p.name for p in (tmp_path / "ray").glob("*/*.parquet"))
+    assert names == sorted(p.name for p in (tmp_path / "here").glob("*/*.parquet"))
+    (tmp_path / "ray").glob("*/*.parquet").__next__().unlink()  # killed before this shard
+    out = _signals(tmp_path / "ray", texts, "--ray", address)
+    assert "scored in 1 shard(s)" in out and _rows(tmp_path / "ray") == here
+    # `--ray` with no address: a cluster of the command's own, gone when it ends
+    assert "14 scored in 4 shard(s)" in _signals(tmp_path / "own", texts, "--ray")
+    assert _rows(tmp_path / "own") == here
