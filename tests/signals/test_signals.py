@@ -178,3 +178,32 @@ def test_the_command_scores_once_then_finds_everything_in_the_store(
     (folder,) = [p for p in (tmp_path / "s").iterdir() if p.is_dir()]
     assert json.loads((folder / "model.json").read_text())["backend"] == "scripted"
     assert sum(pq.read_table(p).num_rows for p in folder.glob("*.parquet")) == 7
+
+
+def test_an_audit_reads_and_fills_the_store(tmp_path: Path) -> None:
+    """`recitation audit --signals DIR`: the detectors' scores go into the store once; a
+    second audit of the same text reads them all (its detect run calls no model)."""
+    from recitation.audit.run import AuditSettings, create_audit, execute_audit
+    from recitation.runs.audits import load_manifest
+    from recitation.runs.store import RunStore
+
+    def lines(name: str, n: int) -> Path:
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps({"id": f"{name}{i}", "text": " ".join(
+            f"{name}{i}w{j}" for j in range(30))}) + "\n" for i in range(n)))
+        return path
+
+    text, ctl = lines("t", 6), lines("c", 9)
+    settings = AuditSettings(passage_words=30, pearl=False, cache=False, n_bootstrap=0,
+                             recap_passages=0, signals=str(tmp_path / "sig"))
+    calls = []
+    for k in range(2):
+        folder = create_audit([str(text)], ["scripted:echo"], [str(ctl)], settings,
+                              runs_dir=tmp_path / f"runs{k}")
+        execute_audit(folder, say=lambda _: None)
+        detect = load_manifest(folder)["models"][0]["runs"]["detect"]
+        calls.append(RunStore(folder / "runs" / detect).call_totals()["calls"])
+    assert calls[0] > 0 and calls[1] == 0
+    (model_dir,) = [p for p in (tmp_path / "sig").iterdir() if p.is_dir()]
+    rows = sum(pq.read_table(p).num_rows for p in model_dir.glob("*.parquet"))
+    assert rows >= 6 + 9  # every passage and control (and ReCaLL's conditioned texts)

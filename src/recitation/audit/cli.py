@@ -27,6 +27,8 @@ SETTINGS: tuple[tuple[str, str, Any, str], ...] = (
      "reproduction null (a model that cannot have memorized the text)"),
     ("--null-alpha", "null_alpha", float, "the reproduction null's level over the passages"),
     ("--seed", "seed", int, "seed"),
+    ("--signals", "signals", str, "a token-signal store (recitation signals): the "
+     "detectors read the texts' scores from it, scoring only what it lacks"),
 )
 """The audit's command-line settings: (flag, AuditSettings field, type, help)."""
 

@@ -102,6 +102,12 @@ class AuditSettings(BaseModel):
                               "level over the text passages (Bonferroni)")
     seed: int = 0
     cache: bool = True
+    signals: str | None = Field(None, description="none: scored through the model")
+
+    @field_validator("signals")
+    @classmethod
+    def _absolute(cls, v: str | None) -> str | None:
+        return str(Path(v).expanduser().resolve()) if v else None
 
     @field_validator("null_model")
     @classmethod
@@ -194,7 +200,8 @@ def _detect_cfg(spec: str, s: AuditSettings, families: list[str], text: Path,
               "detectors": families,
               "perturbations": s.pearl_perturbations, "max_intensity": s.pearl_max_intensity,
               "outputs": s.pearl_outputs, "target_fpr": s.target_fpr,
-              "n_bootstrap": s.n_bootstrap, "passage_words": s.passage_words}
+              "n_bootstrap": s.n_bootstrap, "passage_words": s.passage_words,
+              "signals": s.signals}
     model = model_for_runs(spec, s)
     return parse_config({"job": "detect", "name": "audit-detect", "seed": s.seed,
                          "model": model, "cache": s.cache, "params": params}, source="audit")
