@@ -44,9 +44,8 @@ def default_store() -> Path:
 
 def cmd_signals(args: argparse.Namespace) -> int:
     from recitation.detect.samples import load_samples
-    from recitation.models.config import ModelConfig, parse_model_spec
-    from recitation.models.registry import build_backend
-    from recitation.signals.compute import SHARD_TEXTS, score_through, signal_identity
+    from recitation.models.registry import backend_for
+    from recitation.signals.compute import SHARD_TEXTS, score_through
     from recitation.signals.store import SignalStore
 
     texts = [s.text for src in args.sources for s in load_samples(
@@ -58,8 +57,8 @@ def cmd_signals(args: argparse.Namespace) -> int:
         done = score_on_ray(root, args.model, texts, address=args.ray, workers=args.workers,
                             shard=args.shard or SHARD_TEXTS)
         return _say(done, root)
-    model = build_backend(ModelConfig(**parse_model_spec(args.model)))
-    store = SignalStore(args.store or default_store(), signal_identity(model))
+    model = backend_for(args.model)
+    store = SignalStore(args.store or default_store(), model.answer_identity())
 
     async def run() -> Any:
         try:

@@ -14,7 +14,7 @@ import pytest
 
 from recitation.models.base import Model, TokenScores, Usage
 from recitation.models.scripted import ScriptedModel
-from recitation.signals.compute import score_through, signal_identity
+from recitation.signals.compute import score_through
 from recitation.signals.store import SignalStore, text_key
 
 pa = pytest.importorskip("pyarrow")
@@ -86,7 +86,7 @@ def test_columns_a_backend_cannot_give_are_null(tmp_path: Path) -> None:
 def test_each_text_is_scored_once_in_shards_and_a_killed_job_resumes_by_shard(
         tmp_path: Path) -> None:
     model = Counting()
-    store = SignalStore(tmp_path, signal_identity(model))
+    store = SignalStore(tmp_path, model.answer_identity())
 
     class Killed(Exception):
         pass
@@ -101,7 +101,7 @@ def test_each_text_is_scored_once_in_shards_and_a_killed_job_resumes_by_shard(
         asyncio.run(score_through(store, model, TEXTS, shard=3))
     assert len(list(store.folder.glob("*.parquet"))) == 2  # two whole shards, nothing else
     del model.score
-    fresh = SignalStore(tmp_path, signal_identity(model))  # a new process: reads the keys
+    fresh = SignalStore(tmp_path, model.answer_identity())  # a new process: reads the keys
     got, done = asyncio.run(score_through(fresh, model, TEXTS + TEXTS[:2], shard=3))
     assert model.scored[6:] == [TEXTS[6]] and done.scored == 1 and done.shards_written == 1
     assert [s.logprobs for s in got] == [scores_for(t).logprobs for t in TEXTS + TEXTS[:2]]
@@ -113,7 +113,7 @@ def test_another_model_or_answer_code_has_its_own_signals(tmp_path: Path) -> Non
     a, b = Counting(), Counting()
     b.name = "other"
     for m in (a, b):
-        asyncio.run(score_through(SignalStore(tmp_path, signal_identity(m)), m, TEXTS[:2]))
+        asyncio.run(score_through(SignalStore(tmp_path, m.answer_identity()), m, TEXTS[:2]))
     assert len(b.scored) == 2 and len([p for p in tmp_path.iterdir() if p.is_dir()]) == 2
 
 

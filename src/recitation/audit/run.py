@@ -50,11 +50,11 @@ from recitation.methods import Access
 from recitation.metrics.fdr import DEFAULT_Q
 from recitation.metrics.null import DEFAULT_ALPHA
 from recitation.models import registry
-from recitation.models.config import ModelConfig, parse_model_spec
+from recitation.models.config import parse_model_spec
 from recitation.models.registry import capabilities_of
 from recitation.models.rendezvous import run_together
 from recitation.runs.audits import RECAP_RUNS, load_manifest, save_manifest
-from recitation.runs.config import parse_config
+from recitation.runs.config import ResolvedPath, parse_config
 from recitation.runs.runner import RunOutcome, create_run, default_runs_dir, execute
 
 FORMAT = 1
@@ -102,12 +102,7 @@ class AuditSettings(BaseModel):
                               "level over the text passages (Bonferroni)")
     seed: int = 0
     cache: bool = True
-    signals: str | None = Field(None, description="none: scored through the model")
-
-    @field_validator("signals")
-    @classmethod
-    def _absolute(cls, v: str | None) -> str | None:
-        return str(Path(v).expanduser().resolve()) if v else None
+    signals: ResolvedPath | None = Field(None, description="none: scored through the model")
 
     @field_validator("null_model")
     @classmethod
@@ -246,7 +241,7 @@ def _create_audit(text: list[str], models: list[str], controls: list[str],
     passages, sampling = _text_passages(text, settings)
     ctl = _controls(settings, text, controls)
     for m in models:  # a bad spec or an unbuilt organism: refused before anything is written
-        registry.build_backend(ModelConfig(**parse_model_spec(m)))
+        registry.backend_for(m)
     plans = {m: plan_methods(m, settings, len(ctl.passages)) for m in models}
     stamp = time.strftime("%Y%m%d-%H%M%S")
     folder = (runs_dir or default_runs_dir()) / f"{name}-{stamp}-{secrets.token_hex(3)}"

@@ -55,7 +55,7 @@ from recitation.methods import Access
 from recitation.metrics.ncd import Compressor
 from recitation.models.base import Model, TokenScores
 from recitation.records import DetectRecord, ScoreRecord
-from recitation.runs.config import ModelConfig
+from recitation.runs.config import ModelConfig, ResolvedPath
 from recitation.runs.jobs import CallEstimate, Job, Table, WorkItem
 
 log = logging.getLogger(__name__)
@@ -101,12 +101,7 @@ class DetectParams(BaseModel):
     n_bootstrap: int = Field(1000, ge=0)
     # a token-signal store (recitation.signals): texts' scores read from it, those it lacks
     # scored once and added; None: scored through the model (and its response cache)
-    signals: str | None = None
-
-    @field_validator("signals")
-    @classmethod
-    def _absolute(cls, v: str | None) -> str | None:
-        return str(Path(v).expanduser().resolve()) if v else None
+    signals: ResolvedPath | None = None
 
     @field_validator("detectors")
     @classmethod
@@ -140,6 +135,7 @@ class DetectJob(Job):
     params: DetectParams
     _reference: Model | None = None
     _plugins: dict[str, ScoringDetector] | None = None
+    _signals: Any = None  # the run's token-signal store (recitation.signals), once opened
 
     def samples(self) -> list[Sample]:
         if self.stored_items is not None:  # restored from a run: its stored samples
@@ -315,11 +311,12 @@ class DetectJob(Job):
         only what it lacks, once), else from the model."""
         if not self.params.signals:
             return await model.score(texts)
-        from recitation.signals.compute import score_through, signal_identity
+        from recitation.signals.compute import score_through
         from recitation.signals.store import SignalStore
 
-        store = SignalStore(Path(self.params.signals), signal_identity(model))
-        return (await score_through(store, model, texts))[0]
+        if self._signals is None:  # the target's store: its shards' keys read once per run
+            self._signals = SignalStore(Path(self.params.signals), model.answer_identity())
+        return (await score_through(self._signals, model, texts))[0]
 
     def reference(self, target: Model) -> Model | None:
         """The reference model (built once), or None when none is configured."""

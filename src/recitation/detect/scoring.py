@@ -13,8 +13,8 @@ the plug-in there and never names the family itself. For a chunk of samples the 
    unless every family declares ``needs_scores = False`` (SaMIA: generation only, so it
    runs on backends without log-probabilities; its ``plain`` scores are then empty);
 3. calls each family's :meth:`~ScoringDetector.score` with the plain scores and its own
-   companions' scores; a family may make its own calls on the model (ReCaLL: the texts after
-   the prefix) or on a secondary model (``ctx.reference``);
+   companions' scores (ReCaLL's: the texts after its prefix); a family may make its own calls
+   on a secondary model (``ctx.reference``);
 4. merges each :class:`SampleResult` into the sample's record: scores in the shared
    :class:`~recitation.detect.whitebox.DetectorScore` schema, ``"<family>: <error>"`` in
    ``errors``, extra fields (``n_tokens``, ``recall_prefix``, ``dcpdd``) at the top level.

@@ -120,7 +120,6 @@ def gap_k(logprobs: Sequence[float], top: Sequence[float], sigma: Sequence[float
     return _lowest_mean(gaps, k)
 
 
-
 def zlib_length(text: str) -> int:
     return len(zlib.compress(text.encode("utf-8")))
 

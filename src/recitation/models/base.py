@@ -263,6 +263,13 @@ class Model(abc.ABC):
         ``capabilities.tokenizer``)."""
         return None
 
+    def answer_identity(self) -> dict[str, Any]:
+        """:meth:`identity` with :meth:`answer_code` where there is one: what the response
+        cache keys answers by, and the token-signal store its folders."""
+        ident = self.identity()
+        code = self.answer_code()
+        return ident | {"answer_code": code} if code else ident
+
     def identity(self) -> dict[str, Any]:
         """What distinguishes this model's outputs (goes into every cache key)."""
         return {"backend": self.backend, "model": self.name}

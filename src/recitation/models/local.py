@@ -454,7 +454,7 @@ class LocalModel(Model):
 
     def _read_tokenizer(self, fingerprint: str | None) -> HFTokenizer:
         if self._tokenizer is None:
-            src = self._ensure_converted() if self.gguf_file else self.directory
+            src = self.transformers_dir()
             transformers = _require("transformers", "the local backend")
             self._tokenizer = _prepared(transformers.AutoTokenizer.from_pretrained(
                 src, local_files_only=True))

@@ -220,9 +220,7 @@ class ManagedModel(Model):
         parse: Callable[..., T],
         token_estimates: list[int],
     ) -> list[T]:
-        ident = self.inner.identity()
-        code = self.inner.answer_code()
-        keyed = ident | {"answer_code": code} if code else ident
+        keyed = self.inner.answer_identity()
         keys = [request_key(keyed, kind, p) for p in payloads]
         out: list[T | None] = [None] * len(payloads)
         misses = self._served(kind, keys, payloads, deterministic, parse, out)

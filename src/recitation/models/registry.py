@@ -20,7 +20,7 @@ from recitation.errors import ConfigError
 from recitation.models.base import Capabilities, Model
 from recitation.models.config import BACKEND_CLASSES, ModelConfig, backend_names, check_backend
 
-__all__ = ["BACKEND_CLASSES", "backend_class", "backend_names", "build_backend",
+__all__ = ["BACKEND_CLASSES", "backend_class", "backend_for", "backend_names", "build_backend",
            "capabilities_of", "shared_backends"]
 
 _BACKEND_FIELDS = {"backend", "model", "base_url", "api_key_env", "timeout", "concurrency"}
@@ -55,6 +55,13 @@ def build_backend(cfg: ModelConfig) -> Model:
     if key not in pool:
         pool[key] = backend_class(cfg.backend).from_config(cfg)
     return pool[key]
+
+
+def backend_for(spec: str) -> Model:
+    """The bare backend of a model spec (``backend:model[@url]``)."""
+    from recitation.models.config import parse_model_spec
+
+    return build_backend(ModelConfig(**parse_model_spec(spec)))
 
 
 @contextmanager

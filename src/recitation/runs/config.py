@@ -27,17 +27,22 @@ on the command line a model is named ``backend:model[@url]``
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from recitation.errors import ConfigError
 from recitation.models.config import ModelConfig
 from recitation.models.pricing import Price, PriceTable
 
-__all__ = ["BudgetConfig", "ModelConfig", "PriceConfig", "RunConfig", "format_validation_error",
-           "load_config", "parse_config"]
+__all__ = ["BudgetConfig", "ModelConfig", "PriceConfig", "ResolvedPath", "RunConfig",
+           "format_validation_error", "load_config", "parse_config"]
+
+ResolvedPath = Annotated[str, AfterValidator(
+    lambda v: str(Path(v).expanduser().resolve()) if v else v)]
+"""A path option kept absolute (``~`` expanded), so a resumed run finds what it named
+wherever it is resumed from."""
 
 
 class _Strict(BaseModel):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from recitation.models.base import Model, TokenScores
 from recitation.signals.store import SignalStore
 
-__all__ = ["SHARD_TEXTS", "Computed", "score_through", "signal_identity"]
+__all__ = ["SHARD_TEXTS", "Computed", "score_through"]
 
 SHARD_TEXTS = 256
 """Texts per shard: small enough that a kill loses little, large enough that a store of
@@ -21,14 +21,6 @@ class Computed:
     texts: int
     scored: int
     shards_written: int
-
-
-def signal_identity(model: Model) -> dict[str, object]:
-    """What the signals of ``model`` depend on: its identity and, where it has one, the code
-    and library versions that compute its answers (as the response cache keys them)."""
-    ident = dict(model.identity())
-    code = model.answer_code()
-    return ident | {"answer_code": code} if code else ident
 
 
 async def score_through(store: SignalStore, model: Model, texts: list[str], *,

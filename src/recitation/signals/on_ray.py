@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from recitation.errors import ConfigError, require
-from recitation.models.base import Model
-from recitation.models.config import ModelConfig, is_loopback, parse_model_spec
-from recitation.models.registry import build_backend
-from recitation.signals.compute import SHARD_TEXTS, Computed, signal_identity
+from recitation.models.config import is_loopback
+from recitation.models.registry import backend_for
+from recitation.signals.compute import SHARD_TEXTS, Computed
 from recitation.signals.store import SignalStore
 
 __all__ = ["LOCAL", "score_on_ray"]
@@ -30,17 +29,13 @@ LOCAL = "local"
 """``--ray`` without an address: a Ray cluster of this process's own, on 127.0.0.1."""
 
 
-def _backend(spec: str) -> Model:
-    return build_backend(ModelConfig(**parse_model_spec(spec)))
-
-
 class ShardScorer:
     """A Ray Data actor: the model loaded once; each row a shard of texts, scored and
     written into the store."""
 
     def __init__(self, spec: str, root: str, identity: dict[str, Any]) -> None:
-        self.model = _backend(spec)
-        found = signal_identity(self.model)
+        self.model = backend_for(spec)
+        found = self.model.answer_identity()
         if found != identity:  # other weights or code here: never mix them into the folder
             raise ConfigError(f"this Ray worker's {spec} is not the driver's: {found} "
                               f"against {identity}; install the same versions everywhere")
@@ -89,7 +84,7 @@ def score_on_ray(root: Path, spec: str, texts: list[str], *, address: str = LOCA
     ``shard`` texts over ``workers`` actors (one CPU each); returns what was done."""
     _ray_environment(address)
     ray = require("ray", "scoring on a Ray cluster (pip install 'recitation[ray]')")
-    identity = signal_identity(_backend(spec))
+    identity = backend_for(spec).answer_identity()
     store = SignalStore(root, identity)
     todo = store.missing(texts)
     parts = [todo[i : i + shard] for i in range(0, len(todo), shard)]
