@@ -8,7 +8,8 @@ store, in one run:
 * through a vLLM server (the CPU build, scripts/vllm_env.sh; started beforehand, not timed).
 
 For each: wall seconds, tokens per second, peak memory of the command's whole process tree
-(polled every 0.2 s: the driver, Ray's processes and actors; the vLLM server's own memory is
+(polled every 0.5 s: summed RSS, and summed PSS, which counts pages shared
+by several processes once; the driver, Ray's processes and actors; the vLLM server's own memory is
 reported apart), and the store's size. With ``--busy``, the same beside a CPU-bound process
 (``python -c "while 1: pass"``).
 
@@ -63,6 +64,41 @@ def _tree_rss(proc: psutil.Process, skip: set[int]) -> int:
     return total
 
 
+def _name(p: psutil.Process) -> str:
+    """A short name for a process of the tree: Ray's actors and daemons by their title."""
+    try:
+        line = " ".join(p.cmdline())
+    except psutil.Error:
+        return "?"
+    for key in ("ShardScorer", "raylet", "gcs_server", "dashboard", "log_monitor",
+                "runtime_env", "default_worker", "recitation.cli"):
+        if key in line:
+            return key
+    return line[:40]
+
+
+def _tree_memory(proc: psutil.Process) -> tuple[int, int, dict[str, int]]:
+    """The tree's summed RSS, its summed PSS (shared pages, such as Ray's object store or
+    a model's weights mapped by several processes, counted once in all), and each
+    process's PSS by name."""
+    try:
+        procs = [proc, *proc.children(recursive=True)]
+    except psutil.Error:
+        return 0, 0, {}
+    rss = pss = 0
+    each: dict[str, int] = {}
+    for p in procs:
+        try:
+            m = p.memory_full_info()
+        except psutil.Error:
+            continue
+        rss += m.rss
+        pss += m.pss
+        name = f"{_name(p)}#{p.pid}"
+        each[name] = m.pss
+    return rss, pss, each
+
+
 def run_arm(arm: str, texts: Path, store: Path, vllm_url: str | None) -> dict[str, float]:
     cmd = [sys.executable, "-m", "recitation.cli", "signals", str(texts), "--store", str(store)]
     env = dict(os.environ)
@@ -73,16 +109,20 @@ def run_arm(arm: str, texts: Path, store: Path, vllm_url: str | None) -> dict[st
         cmd += ["--model", "smollm2", "--ray", "--workers", arm[-1]]
     else:
         cmd += ["--model", f"openai:smollm2@{vllm_url}"]
-    peak = 0
+    peak = peak_pss = 0
+    by_process: dict[str, int] = {}
     t0 = time.perf_counter()
     p = psutil.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     done = threading.Event()
 
     def poll() -> None:
-        nonlocal peak
+        nonlocal peak, peak_pss
         while not done.is_set():
-            peak = max(peak, _tree_rss(p, set()))
-            time.sleep(0.2)
+            rss, pss, each = _tree_memory(p)
+            peak, peak_pss = max(peak, rss), max(peak_pss, pss)
+            for k, v in each.items():
+                by_process[k] = max(by_process.get(k, 0), v)
+            time.sleep(0.5)
 
     th = threading.Thread(target=poll, daemon=True)
     th.start()
@@ -99,7 +139,11 @@ def run_arm(arm: str, texts: Path, store: Path, vllm_url: str | None) -> dict[st
                  for s in shards)
     size = sum(f.stat().st_size for f in store.rglob("*") if f.is_file())
     return {"wall_s": wall, "tokens": tokens, "tokens_per_s": tokens / wall,
-            "peak_rss_mb": peak / 2**20, "store_mb": size / 2**20}
+            "peak_rss_mb": peak / 2**20, "peak_pss_mb": peak_pss / 2**20,
+            "store_mb": size / 2**20,
+            "peak_pss_by_process_mb": {k: round(v / 2**20) for k, v in
+                                       sorted(by_process.items(), key=lambda kv: -kv[1])
+                                       if v > 2**25}}
 
 
 def main() -> None:
