@@ -225,6 +225,8 @@ METHODS: dict[str, Entry] = {
     "recall": _d("recall", "recitation.detect.recall:RECALL"),
     "dcpdd": _d("dcpdd", "recitation.detect.dcpdd:DCPDD"),
     "samia": _d("samia", "recitation.detect.samia:SAMIA"),
+    "neighbourhood": _d("neighbourhood", "recitation.detect.neighbour:NEIGHBOURHOOD"),
+    "ezmia": _d("ezmia", "recitation.detect.ezmia:EZMIA"),
     "pearl_bitflip": _d("pearl", _PEARL),
     "pearl_synonym": _d("pearl", _PEARL),
     "pearl_whitespace": _d("pearl", _PEARL),

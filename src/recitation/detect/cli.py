@@ -44,7 +44,8 @@ def add_detect_parser(sub: Any) -> None:
     p.add_argument("--detectors", nargs="+", default=["pearl", "whitebox"],
                    choices=families("detector"),
                    help="detector families (default pearl whitebox; recall: ReCaLL, dcpdd: "
-                   "DC-PDD, both need token log-probabilities; samia: SaMIA, text only; "
+                   "DC-PDD, neighbourhood: Mattern et al., all need token log-probabilities; "
+                   "ezmia: EZ-MIA, needs --reference-model; samia: SaMIA, text only; "
                    "'recitation methods --kind detector' lists every method with its family)")
     _add_scoring_options(p)
     _add_pearl_options(p)
@@ -99,6 +100,10 @@ def _add_scoring_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--samia-max-tokens", type=int, default=None, metavar="N",
                    help="SaMIA: new tokens per continuation (default: 1,024 less the "
                    "prompt, the authors' max_length)")
+    p.add_argument("--neighbours", type=int, default=25, metavar="N",
+                   help="neighbourhood: one-word neighbours per sample (default 25, MIMIR's)")
+    p.add_argument("--ezmia-max-tokens", type=int, default=128, metavar="N",
+                   help="EZ-MIA: tokens of each text scored (default 128, the authors')")
 
 
 def _add_pearl_options(p: argparse.ArgumentParser) -> None:
@@ -149,6 +154,7 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
         "min_k_ngram": args.min_k_ngram, "recall_shots": args.recall_shots,
         "dcpdd_corpus": args.dcpdd_corpus, "dcpdd_a": args.dcpdd_a,
         "samia_samples": args.samia_samples, "samia_max_tokens": args.samia_max_tokens,
+        "neighbours": args.neighbours, "ezmia_max_tokens": args.ezmia_max_tokens,
         "signals": args.signals,
     }
     if args.reference_model:

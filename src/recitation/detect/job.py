@@ -27,6 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from recitation import methods
 from recitation.detect.dcpdd import DEFAULT_A as DEFAULT_DCPDD_A
 from recitation.detect.dcpdd import DEFAULT_CORPUS as DEFAULT_DCPDD_CORPUS
+from recitation.detect.ezmia import MAX_TOKENS as EZMIA_MAX_TOKENS
+from recitation.detect.neighbour import DEFAULT_NEIGHBOURS
 from recitation.detect.pearl import (
     MIN_REFERENCE_WORDS,
     PearlSettings,
@@ -94,6 +96,8 @@ class DetectParams(BaseModel):
     dcpdd_a: float = Field(DEFAULT_DCPDD_A, gt=0)  # DC-PDD's upper bound per token
     samia_samples: int = Field(DEFAULT_SAMIA_SAMPLES, ge=1)  # SaMIA's continuations per sample
     samia_max_tokens: int | None = Field(None, ge=1)  # None: 1,024 less the prompt (theirs)
+    neighbours: int = Field(DEFAULT_NEIGHBOURS, ge=1)  # the neighbourhood attack's (MIMIR's)
+    ezmia_max_tokens: int = Field(EZMIA_MAX_TOKENS, ge=3)  # EZ-MIA's sequence_length (theirs)
     target_fpr: float = Field(0.05, gt=0, lt=1)
     # conformal: out-of-sample FPR <= target (default); empirical: the former in-sample one
     calibration: Literal["conformal", "empirical"] = "conformal"
