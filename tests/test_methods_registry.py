@@ -131,6 +131,10 @@ def detect_params(info: MethodInfo, tmp_path: Path) -> dict[str, Any]:
         p["perturbations"] = [info.name.removeprefix("pearl_")]
     if info.name in ("reference", "ezmia"):
         p["reference_model"] = {"backend": "scripted", "model": "reference"}
+    if info.name == "camia":  # 30% of the controls calibrate: at least 3 of 10
+        more = [f"{c} On day {n} the scribe wrote it again." for n, c in
+                enumerate(CONTROLS * 3, start=2)][:7]
+        p["controls"] = [_jsonl(tmp_path / "c.jsonl", CONTROLS + more)]
     return p
 
 
@@ -367,6 +371,9 @@ def test_runs_through_its_job_and_writes_the_shared_schema(name: str, tmp_path: 
         family = methods.family_methods("detector", info.family)  # the job runs the family
         per_sample = methods.estimate(family, job.params).score
         expected = len(per_sample) * len(records) - (1 if name == "recall" else 0)
+        if name == "camia":  # the population's texts and repeated texts, once, on its own
+            pop = sum(1 for r in records if r.get("camia_population"))
+            expected += -pop + 2 * pop  # no repeated text in the shared call; 2 of its own
         if name == "neighbourhood":  # at most n neighbours: fewer for a text with fewer
             assert len(model.scored) == sum(1 + r["neighbours"] for r in records)
             assert len(model.scored) <= expected
@@ -505,7 +512,7 @@ def test_choices_and_literals_equal_the_registry() -> None:
     assert typing.get_args(Method) == tuple(methods.names("extraction")) == _METHODS
     assert DETECTORS == tuple(methods.families("detector")) == (
         "whitebox", "recall", "dcpdd", "samia", "neighbourhood", "ezmia",
-        "pearl")
+        "camia", "pearl")
     detect = next(a for a in build_parser()._subparsers._group_actions[0]  # type: ignore[union-attr]
                   .choices["detect"]._actions if a.dest == "detectors")
     assert list(detect.choices or ()) == list(DETECTORS)

@@ -227,6 +227,7 @@ METHODS: dict[str, Entry] = {
     "samia": _d("samia", "recitation.detect.samia:SAMIA"),
     "neighbourhood": _d("neighbourhood", "recitation.detect.neighbour:NEIGHBOURHOOD"),
     "ezmia": _d("ezmia", "recitation.detect.ezmia:EZMIA"),
+    "camia": _d("camia", "recitation.detect.camia:CAMIA"),
     "pearl_bitflip": _d("pearl", _PEARL),
     "pearl_synonym": _d("pearl", _PEARL),
     "pearl_whitespace": _d("pearl", _PEARL),

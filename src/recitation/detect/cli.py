@@ -45,7 +45,8 @@ def add_detect_parser(sub: Any) -> None:
                    choices=families("detector"),
                    help="detector families (default pearl whitebox; recall: ReCaLL, dcpdd: "
                    "DC-PDD, neighbourhood: Mattern et al., all need token log-probabilities; "
-                   "ezmia: EZ-MIA, needs --reference-model; samia: SaMIA, text only; "
+                   "ezmia: EZ-MIA, needs --reference-model; camia: CAMIA, needs 10+ "
+                   "controls; samia: SaMIA, text only; "
                    "'recitation methods --kind detector' lists every method with its family)")
     _add_scoring_options(p)
     _add_pearl_options(p)

@@ -1,0 +1,154 @@
+"""CAMIA (Chang, Shamsabadi, Katevas, Haddadi and Shokri, "Context-Aware Membership
+Inference Attacks against Pre-trained Large Language Models", EMNLP 2025), as the authors'
+code combines its signals without knowledge of members (changhongyan123/context_aware_mia,
+``run_ours_train_lr.py``: the "Average" row).
+
+For every text, 75 signals of its per-token loss trajectory and of the trajectory of the text
+repeated six times (:mod:`recitation.detect.camia_signals`). Each signal is turned so that
+lower is member-like (per group of signals, :data:`DIRECTIONS`), compared with the same signal
+on a **population of non-members**: ``p = percentileofscore(population, v, kind="rank") / 100``
+(the share of the population at or below it, ties halved; small is member-like); and the
+score is minus the mean of the 75 p-values: **higher means member**.
+
+The population is 30% of the run's controls (the authors: 30% of the non-members), drawn with
+the run's seed; they calibrate CAMIA and get no CAMIA score, so CAMIA's own thresholds and
+AUC use the other controls (as ReCaLL's prefix controls). CAMIA needs no reference model, but
+needs controls from the distribution of the audited texts.
+
+Directions: the authors negate each group whose mean over members exceeds its mean over
+non-members, from the labels of the whole evaluation set (test targets included). A detector
+cannot see labels, so ours are fixed: measured once on a development set, the quick organism
+at epoch 2 (15 members, 15 non-members; ``benchmarks/camia_directions.py``), and kept in
+:data:`DIRECTIONS`. Differences: docs/detection.md.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from recitation.detect.camia_signals import camia_signals, group_of, repeated
+from recitation.detect.samples import Sample
+from recitation.detect.scoring import DetectorScore, SampleResult, ScoringContext
+from recitation.errors import ConfigError
+from recitation.methods import Access, Calls, MethodInfo
+from recitation.models.base import Model, TokenScores
+
+POPULATION_SHARE = 0.3  # the authors' pop_idx: 30% of the non-members
+MIN_POPULATION = 3
+
+DIRECTIONS: dict[str, int] = {
+    "loss": -1, "ppl": 1, "token_diversity": -1, "count_mean": -1, "calibrated_loss": -1,
+    "calibrated_ppl": 1, "count_above": -1, "lz": 1, "slope": 1, "approximate_entropy": -1,
+    "count_above_pre": -1,
+}
+"""Per group of signals: -1 where members score higher (negated, so that lower is
+member-like), 1 where they score lower; measured on the quick organism at epoch 2 with the
+authors' rule (group mean over members against over non-members)."""
+
+
+def signals_of(plain: TokenScores, rep: TokenScores) -> dict[str, float]:
+    """The 75 signals from the text's scores and its repeated text's."""
+    both = plain.token_ids is not None and rep.token_ids is not None
+    ids = plain.token_ids if both and plain.token_ids is not None else plain.tokens
+    rep_ids = rep.token_ids if both and rep.token_ids is not None else rep.tokens
+    return camia_signals(plain.logprobs, ids, rep.logprobs, rep_ids)
+
+
+def oriented(signals: Mapping[str, float]) -> dict[str, float]:
+    return {k: v * DIRECTIONS[group_of(k)] for k, v in signals.items()}
+
+
+def camia_score(signals: Mapping[str, float], population: Sequence[Mapping[str, float]]
+                ) -> float:
+    """Minus the mean over signals of the p-value of the (oriented) signal among the
+    population's (scipy's ``percentileofscore``, ``kind="rank"``)."""
+    from scipy.stats import percentileofscore
+
+    mine, pop = oriented(signals), [oriented(p) for p in population]
+    ps = [percentileofscore([p[k] for p in pop], v, kind="rank") / 100 for k, v in mine.items()]
+    return float(-sum(ps) / len(ps))
+
+
+class CamiaDetector:
+    """The ``camia`` family (a plug-in of the detect job): each text's repeated form scored
+    in the job's shared call; the population's signals computed once per job."""
+
+    family = "camia"
+
+    def __init__(self) -> None:
+        self._ids: set[str] | None = None
+        self._population: list[dict[str, float]] | None = None
+
+    def population(self, ctx: ScoringContext) -> set[str]:
+        """The ids of the controls that calibrate (a seeded 30% of the controls)."""
+        if self._ids is None:
+            controls = [s for s in ctx.samples() if s.label == "control"]
+            k = round(len(controls) * POPULATION_SHARE)
+            if k < MIN_POPULATION:
+                raise ConfigError(f"camia: {len(controls)} controls give a population of {k} "
+                                  f"non-members; it needs at least {MIN_POPULATION} (30% of "
+                                  f"the controls): add controls")
+            pick = random.Random(f"camia:{ctx.seed}").sample(range(len(controls)), k)
+            self._ids = {controls[i].id for i in pick}
+        return self._ids
+
+    def companion_texts(self, ctx: ScoringContext, samples: Sequence[Sample]) -> list[str]:
+        pop = self.population(ctx)
+        return [repeated(s.text) for s in samples if s.id not in pop]
+
+    async def _population_signals(self, ctx: ScoringContext, model: Model
+                                  ) -> list[dict[str, float]]:
+        if self._population is None:
+            pop = self.population(ctx)
+            texts = [s.text for s in ctx.samples() if s.id in pop]
+            got = await model.score(texts + [repeated(t) for t in texts])
+            found = []
+            for plain, rep in zip(got[: len(texts)], got[len(texts):], strict=True):
+                try:
+                    found.append(signals_of(plain, rep))
+                except ValueError:
+                    continue
+            if len(found) < MIN_POPULATION:
+                raise ConfigError(f"camia: only {len(found)} population controls give "
+                                  f"signals (at least {MIN_POPULATION} needed)")
+            self._population = found
+        return self._population
+
+    async def score(self, ctx: ScoringContext, samples: Sequence[Sample],
+                    plain: Sequence[TokenScores], companions: Sequence[TokenScores],
+                    model: Model) -> dict[str, SampleResult]:
+        pop_ids = self.population(ctx)
+        population = await self._population_signals(ctx, model)
+        out: dict[str, SampleResult] = {}
+        reps = iter(companions)
+        for i, s in enumerate(samples):
+            if s.id in pop_ids:
+                out[s.id] = SampleResult(fields={"camia_population": True})
+                continue
+            try:
+                v = camia_score(signals_of(plain[i], next(reps)), population)
+            except ValueError as e:
+                out[s.id] = SampleResult(error=str(e))
+                continue
+            out[s.id] = SampleResult([DetectorScore(s.id, "camia", v, True)])
+        return out
+
+
+def _calls(p: Mapping[str, Any]) -> Calls:
+    return Calls(score=frozenset({"text", "the text repeated 6 times"}))
+
+
+CAMIA = MethodInfo(
+    name="camia", kind="detector", title="CAMIA",
+    paper="Chang et al. 2025 (CAMIA, EMNLP 2025); the authors' code, "
+    "changhongyan123/context_aware_mia (the Average combination)",
+    access=frozenset({Access.LOGPROBS}), writes=("camia", "camia_population"), calls=_calls,
+    calls_formula="2 scores (the text, shared; the text repeated 6 times) + 2 per "
+    "population control, once",
+    job="detect", family="camia",
+    summary="75 signals of the loss trajectory (and of the text repeated), each a p-value "
+    "among a population of 30% of the controls (which get no score); minus their mean; "
+    "higher means member",
+    runner="recitation.detect.camia:CamiaDetector")
