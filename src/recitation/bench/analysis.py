@@ -42,6 +42,7 @@ from recitation.bench.groundtruth import (
     run_units,
 )
 from recitation.bench.groups import group_of, group_order, share_row
+from recitation.bench.lowfpr import calibration_half, heldout_rates
 from recitation.errors import ConfigError
 from recitation.metrics.spans import verbatim_passages
 from recitation.metrics.stats import (
@@ -84,16 +85,21 @@ def _in_group(p: Passage, group: str) -> bool:
 def score_rows(name: str, family: str, epoch: int, values: dict[str, float],
                passages: dict[str, Passage], groups: list[str], n_boot: int,
                seed: int) -> list[dict[str, Any]]:
-    """One row per dose group for a score (``values``: passage id -> member-high score)."""
+    """One row per dose group for a score (``values``: passage id -> member-high score):
+    in-sample ROC figures with bootstrap intervals, and held-out rates at 1% and 0.1% FPR
+    (:mod:`recitation.bench.lowfpr`)."""
     out = []
-    negatives = [v for pid, v in values.items() if not passages[pid].member]
+    by_id = {pid: v for pid, v in values.items() if not passages[pid].member}
+    negatives = list(by_id.values())
+    calibration = calibration_half((p.id for p in passages.values() if not p.member), seed)
     for group in groups:
         positives = [v for pid, v in values.items() if _in_group(passages[pid], group)]
         if not positives or not negatives:
             continue
         labels = [1] * len(positives) + [0] * len(negatives)
         out.append({"method": name, "family": family, "epoch": epoch, "dose": group}
-                   | roc_row(labels, positives + negatives, n_boot, seed))
+                   | roc_row(labels, positives + negatives, n_boot, seed)
+                   | heldout_rates(positives, by_id, calibration))
     return out
 
 
@@ -150,7 +156,7 @@ def overlap_rows(epoch: int, loss: dict[str, float], sens: dict[str, float],
 
 
 def cost_row(o: UnitOutcome) -> dict[str, Any]:
-    return {"epoch": o.epoch, "unit": o.unit, "status": o.status,
+    return {"epoch": o.epoch, "unit": o.unit, "status": o.status, "texts": len(o.records),
             "calls": o.calls.get("calls", 0), "input_tokens": o.calls.get("input_tokens", 0),
             "output_tokens": o.calls.get("output_tokens", 0),
             "errors": o.calls.get("errors", 0),
