@@ -87,3 +87,49 @@ def test_leaderboard_ranks_within_access_levels_with_costs() -> None:
                                    "reference model": "ezmia"}
     md = leaderboard_markdown(results)
     assert "| log-probabilities | `min_k_20` | 0.750* [0.000, 1.000]" in md
+
+
+def _p(pid: str, dose: int) -> Any:
+    from recitation.organism.data import Passage
+
+    return Passage(id=pid, novel="N", start=0, end=3, n_tokens=1, sha256="x",
+                   member=dose > 0, dose=dose, text="w w")
+
+
+def test_stratified_subsample_and_the_units_that_use_it(tmp_path: Any) -> None:
+    from recitation.bench.groundtruth import LOWFPR, sample_files, subsample, unit_params
+
+    passages = ([_p(f"a{i}", 1) for i in range(10)] + [_p(f"b{i}", 4) for i in range(3)]
+                + [_p(f"n{i}", 0) for i in range(20)])
+    few = subsample(passages, 4, 7, seed=0)
+    by = {d: [p for p in few if p.dose == d] for d in (0, 1, 4)}
+    assert (len(by[1]), len(by[4]), len(by[0])) == (4, 3, 7)  # dose 4 has only 3
+    assert few == [p for p in passages if p in few]  # the passages' order
+    assert {p.id for p in subsample(passages[::-1], 4, 7, seed=0)} == {p.id for p in few}
+    assert {p.id for p in few} != {p.id for p in subsample(passages, 4, 7, seed=1)}
+    cfg = LOWFPR.model_copy(update={"subsample_members": 4, "subsample_nonmembers": 7})
+    files = sample_files(passages, tmp_path, None, cfg)
+    assert len(files["members_sub"].read_text().splitlines()) == 7
+    ckpts = {0: tmp_path, 1: tmp_path}
+    for unit, want in (("samia", "members_sub"), ("neighbourhood", "members_sub"),
+                       ("camia", "members"), ("whitebox", "members")):
+        assert unit_params(unit, cfg, files, 1, ckpts, 64)[1]["members"] == [
+            str(files[want])], unit
+    ez = unit_params("ezmia", cfg, files, 1, ckpts, 64)[1]
+    assert ez["reference_model"]["model"] == "organism:lowfpr:epoch0"
+    from recitation.bench.groundtruth import unit_epochs
+
+    assert unit_epochs("ezmia", cfg, [0, 1]) == [1] and unit_epochs("camia", cfg, [0, 1]) == [0, 1]
+
+
+def test_the_lowfpr_organism_preset() -> None:
+    from recitation.organism.config import make_config
+    from recitation.organism.paths import build_command
+
+    cfg = make_config(preset="lowfpr")
+    assert (cfg.members, cfg.n_nonmembers, cfg.doses, cfg.epochs) == (1000, 1000, (1, 4), 1)
+    assert build_command("lowfpr") == "recitation organism build --preset lowfpr"
+    from recitation.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown organism preset"):
+        make_config(preset="huge")

@@ -13,8 +13,10 @@ EXAMPLES = """examples:
   recitation bench groundtruth --epochs 0 3 --units whitebox prefix
   recitation bench groundtruth --organism books  # an organism built with --name books
   recitation bench groundtruth --quick --helper smollm2   # + DSP / RECAP (+ filter)
+  recitation bench groundtruth --preset lowfpr --leaderboard   # TPR at 1% / 0.1% FPR
+  recitation bench groundtruth --preset lowfpr --analyse-only --leaderboard
 
-Presets (default, quick) are built first when missing or out of date; results go to
+Presets (default, quick, lowfpr) are built first when missing or out of date; results go to
 OUT/results.json and OUT/results.md, one run per unit and checkpoint under OUT/runs, and
 every finished unit is kept under OUT/units so a killed benchmark resumes where it stopped.
 """
@@ -34,6 +36,12 @@ def add_bench_parser(sub: Any) -> None:
                         "dose of the model organism", epilog=EXAMPLES,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     g.add_argument("--quick", action="store_true", help="the quick organism and settings")
+    g.add_argument("--preset", default=None, choices=["default", "quick", "lowfpr"],
+                   help="organism and settings by name (lowfpr: 2,000 passages, every "
+                   "detector, rates at 1%% and 0.1%% FPR on held-out non-members)")
+    g.add_argument("--leaderboard", action="store_true", help="also write OUT/leaderboard.md: "
+                   "every detector by access level, held-out TPR at 1%% and 0.1%% FPR, cost "
+                   "per text")
     g.add_argument("--organism", default=None, help="organism name (default: 'default', "
                    "or 'quick' with --quick)")
     g.add_argument("--epochs", type=int, nargs="+", default=None, metavar="E",
@@ -73,11 +81,12 @@ def add_bench_parser(sub: Any) -> None:
 def make_bench_config(args: argparse.Namespace) -> Any:
     from pydantic import ValidationError
 
-    from recitation.bench.groundtruth import QUICK, GroundTruthConfig
+    from recitation.bench.groundtruth import LOWFPR, QUICK, GroundTruthConfig
     from recitation.errors import ConfigError
     from recitation.runs.config import format_validation_error
 
-    base = QUICK if args.quick else GroundTruthConfig()
+    preset = getattr(args, "preset", None) or ("quick" if args.quick else "default")
+    base = {"quick": QUICK, "lowfpr": LOWFPR}.get(preset, GroundTruthConfig())
     fields = {"organism": args.organism, "units": tuple(args.units) if args.units else None,
               "epochs": tuple(args.epochs) if args.epochs else None,
               "pearl_outputs": args.pearl_outputs,
@@ -97,12 +106,12 @@ def make_bench_config(args: argparse.Namespace) -> Any:
 def ensure_organism(name: str) -> None:
     """Build (or reuse, when up to date) a preset organism; others must already be built."""
     from recitation.organism.build import build_organism
-    from recitation.organism.config import make_config
-    from recitation.organism.paths import DEFAULT_NAME, QUICK_NAME, read_manifest
+    from recitation.organism.config import PRESETS, make_config
+    from recitation.organism.paths import read_manifest
     from recitation.runs.console import console
 
-    if name in (DEFAULT_NAME, QUICK_NAME):
-        res = build_organism(make_config(quick=name == QUICK_NAME))
+    if name in PRESETS:
+        res = build_organism(make_config(preset=name))
         console.print(f"organism {name}: {'reused' if res.reused else 'built'} "
                       f"({res.directory})")
     else:
@@ -125,6 +134,13 @@ def cmd_groundtruth(args: argparse.Namespace) -> int:
                         run=not args.analyse_only)
     md = markdown(results)
     (out / "results.md").write_text(md, encoding="utf-8")
+    if args.leaderboard:
+        from recitation.bench.lowfpr import leaderboard_markdown
+
+        board = leaderboard_markdown(results)
+        (out / "leaderboard.md").write_text(board, encoding="utf-8")
+        console.print(board, markup=False)
+        console.print(f"leaderboard: {out / 'leaderboard.md'}")
     if args.json:
         print(json.dumps(results, indent=1))
     else:

@@ -47,8 +47,11 @@ from recitation.organism.data import Passage
 
 log = logging.getLogger(__name__)
 
-UNITS: tuple[str, ...] = ("whitebox", "recall", "dcpdd", "pearl", "prefix", "extract")
-GENERATING = frozenset({"prefix", "pearl", "extract"})
+UNITS: tuple[str, ...] = ("whitebox", "recall", "dcpdd", "ezmia", "camia", "neighbourhood",
+                          "samia", "pearl", "prefix", "extract")
+DEFAULT_UNITS: tuple[str, ...] = ("whitebox", "recall", "dcpdd", "pearl", "prefix", "extract")
+GENERATING = frozenset({"prefix", "pearl", "samia", "extract"})
+REFERENCED = frozenset({"ezmia"})  # need the base model (epoch 0) as reference
 FORMAT = 1
 """Bumped whenever a unit's runs change for the same settings (invalidates saved units)."""
 
@@ -63,7 +66,7 @@ class GroundTruthConfig(BaseModel):
 
     organism: str = "default"
     epochs: tuple[int, ...] | None = None  # None: every checkpoint
-    units: tuple[str, ...] = UNITS
+    units: tuple[str, ...] = DEFAULT_UNITS
     perturbations: tuple[str, ...] = ("bitflip", "synonym")
     pearl_outputs: int = Field(1, ge=1)  # the papers: 10; ~570 s per output per checkpoint on
     # 2 CPU cores at 48 passages (docs/benchmarks.md), so one output by default
@@ -85,6 +88,11 @@ class GroundTruthConfig(BaseModel):
     helper_max_tokens: int = Field(256, ge=16)  # summary and hint replies (CPU budget)
     summary_attempts: int = Field(1, ge=1)  # the summary agent's asks (released: 3)
     filter_epochs: int = Field(20, ge=1)  # the filter's parrot training, epoch-bounded
+    # a stratified subsample (seeded): members per dose and non-members, for the costliest
+    # units (subsample_units); None: every passage
+    subsample_members: int | None = Field(None, ge=1)
+    subsample_nonmembers: int | None = Field(None, ge=1)
+    subsample_units: tuple[str, ...] = ("pearl", "samia", "neighbourhood", "prefix")
 
     @field_validator("units")
     @classmethod
@@ -109,6 +117,14 @@ class GroundTruthConfig(BaseModel):
 QUICK = GroundTruthConfig(organism="quick", pearl_outputs=1, pearl_max_intensity=3,
                           pearl_epochs=(2,), n_bootstrap=200)
 """CI-sized: PEARL (the costliest unit) on the last checkpoint of the quick organism only."""
+LOWFPR = GroundTruthConfig(
+    organism="lowfpr", epochs=(0, 1),
+    units=("whitebox", "recall", "dcpdd", "ezmia", "camia", "neighbourhood", "samia", "pearl"),
+    pearl_epochs=(1,), pearl_max_intensity=3, subsample_members=100,
+    subsample_nonmembers=400, n_bootstrap=200, cache=True)
+"""The low-FPR benchmark (issue 31) on the ``lowfpr`` organism: every score-based detector
+on all 2,000 passages, the generating ones and the neighbourhood attack (25 scorings per
+text) on 200 members (100 per dose) and 400 non-members."""
 
 
 @dataclass
@@ -127,20 +143,43 @@ class UnitOutcome:
 
 
 # -- the data ------------------------------------------------------------------------------
-def sample_files(passages: Sequence[Passage], out: Path,
-                 extract_passages: int | None = None) -> dict[str, Path]:
-    """``members.jsonl`` / ``nonmembers.jsonl`` (detect samples) and ``passages.jsonl``
-    (prefix probing; ``group`` = ``dose<d>`` or ``nonmember``) under ``out/data``."""
+def subsample(passages: Sequence[Passage], members: int, nonmembers: int,
+              seed: int) -> list[Passage]:
+    """A seeded stratified subsample: ``members`` of each dose, ``nonmembers`` non-members
+    (all of a stratum that has fewer), in the passages' order."""
+    import random
+
+    keep: set[str] = set()
+    for dose in sorted({p.dose for p in passages}):
+        ids = sorted(p.id for p in passages if p.dose == dose)
+        random.Random(f"subsample:{seed}:{dose}").shuffle(ids)
+        keep |= set(ids[: nonmembers if dose == 0 else members])
+    return [p for p in passages if p.id in keep]
+
+
+def sample_files(passages: Sequence[Passage], out: Path, extract_passages: int | None = None,
+                 cfg: GroundTruthConfig | None = None) -> dict[str, Path]:
+    """``members.jsonl`` / ``nonmembers.jsonl`` (detect samples; ``*_sub.jsonl`` for the
+    subsample when ``cfg`` sets one) and ``passages.jsonl`` (prefix probing; ``group`` =
+    ``dose<d>`` or ``nonmember``) under ``out/data``."""
     data = out / "data"
     data.mkdir(parents=True, exist_ok=True)
     rows = {"members": [p for p in passages if p.member],
             "nonmembers": [p for p in passages if not p.member]}
+    if cfg is not None and cfg.subsample_members and cfg.subsample_nonmembers:
+        few = subsample(passages, cfg.subsample_members, cfg.subsample_nonmembers, cfg.seed)
+        rows |= {"members_sub": [p for p in few if p.member],
+                 "nonmembers_sub": [p for p in few if not p.member]}
     files = {}
     for name, ps in rows.items():
         files[name] = _write_jsonl(data / f"{name}.jsonl",
                                    [{"id": p.id, "text": p.text} for p in ps])
     files["passages"] = _write_jsonl(data / "passages.jsonl", [
         {"id": p.id, "text": p.text, "group": group_of(p)} for p in passages])
+    if "members_sub" in rows:
+        files["passages_sub"] = _write_jsonl(data / "passages_sub.jsonl", [
+            {"id": p.id, "text": p.text, "group": group_of(p)}
+            for p in rows["members_sub"] + rows["nonmembers_sub"]])
     from recitation.bench.extraction import extract_selection, write_book
 
     files["book"] = write_book(extract_selection(passages, extract_passages),
@@ -163,21 +202,23 @@ def unit_params(unit: str, cfg: GroundTruthConfig, files: dict[str, Path], epoch
         from recitation.bench.extraction import extract_params
 
         return "extract", extract_params(cfg, files["book"], passage_tokens)
+    sub = "_sub" if unit in cfg.subsample_units and "members_sub" in files else ""
     if unit == "prefix":
         return "prefix_probe", {
-            "source": "jsonl", "path": str(files["passages"]), "group_field": "group",
+            "source": "jsonl", "path": str(files["passages" + sub]), "group_field": "group",
             "max_words": 100_000, "prefix_fraction": cfg.prefix_fraction,
             "max_new_tokens": math.ceil((1 - cfg.prefix_fraction) * passage_tokens) + 16,
             "mode": "completion",
             "temperature": 0.0, "keep_spacing": True}
     params: dict[str, Any] = {
-        "members": [str(files["members"])], "controls": [str(files["nonmembers"])],
+        "members": [str(files["members" + sub])], "controls": [str(files["nonmembers" + sub])],
         "detectors": [unit], "labelled": True, "n_bootstrap": 0}
     if unit == "pearl":
         params |= {"perturbations": list(cfg.perturbations), "outputs": cfg.pearl_outputs,
                    "max_intensity": cfg.pearl_max_intensity,
                    "temperature": cfg.pearl_temperature}
-    if unit == "whitebox" and cfg.reference and epoch != 0 and 0 in checkpoints:
+    if (unit in REFERENCED or unit == "whitebox" and cfg.reference) and epoch != 0 \
+            and 0 in checkpoints:
         params["reference_model"] = {"backend": "local", "concurrency": 1,
                                      "model": f"organism:{cfg.organism}:epoch0"}
     return "detect", params
@@ -260,6 +301,8 @@ def unit_epochs(unit: str, cfg: GroundTruthConfig, epochs: list[int]) -> list[in
     ``extract_epochs``, by default the first and the last of ``epochs``)."""
     if unit == "pearl" and cfg.pearl_epochs is not None:
         return [e for e in epochs if e in cfg.pearl_epochs]
+    if unit in REFERENCED:  # the base model is their reference: nothing to compare at 0
+        return [e for e in epochs if e != 0]
     if unit != "extract":
         return epochs
     if cfg.extract_epochs is not None:
@@ -301,7 +344,7 @@ def run_units(cfg: GroundTruthConfig, out: Path, *, progress: Progress | None = 
     checkpoints = {e: organism_checkpoint(f"{cfg.organism}:epoch{e}") for e in all_epochs}
     ids = checkpoint_ids(manifest)
     out.mkdir(parents=True, exist_ok=True)
-    files = sample_files(passages, out, cfg.extract_passages)
+    files = sample_files(passages, out, cfg.extract_passages, cfg)
     tokens = int(manifest["config"]["passage_tokens"])
     outcomes: list[UnitOutcome] = []
     # the cheap scoring units on every checkpoint first, generation (prefix, PEARL) last:

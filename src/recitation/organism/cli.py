@@ -41,8 +41,10 @@ def add_organism_parser(sub: Any) -> None:
 
 def _add_name_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="the quick preset (name 'quick')")
-    p.add_argument("--name", default=None, help="organism name (default: 'default', or "
-                   "'quick' with --quick)")
+    p.add_argument("--preset", default=None, choices=["default", "quick", "lowfpr"],
+                   help="a preset by name (lowfpr: 500 members at doses 1 and 4, 1,000 "
+                   "non-members, one epoch; the low-FPR benchmark's)")
+    p.add_argument("--name", default=None, help="organism name (default: the preset's)")
 
 
 def _add_build_options(p: argparse.ArgumentParser) -> None:
@@ -74,7 +76,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from recitation.organism.config import make_config
     from recitation.runs.console import console
 
-    cfg = make_config(quick=args.quick, name=args.name, source=args.source,
+    cfg = make_config(quick=args.quick, preset=args.preset, name=args.name, source=args.source,
                       data_dir=args.data_dir, split=args.split, epochs=args.epochs,
                       seed=args.seed, doses=tuple(args.doses) if args.doses else None,
                       members_per_dose=args.members_per_dose, nonmembers=args.nonmembers,
@@ -101,7 +103,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 def _name(args: argparse.Namespace) -> str:
     from recitation.organism.paths import DEFAULT_NAME, QUICK_NAME
 
-    return str(args.name or (QUICK_NAME if args.quick else DEFAULT_NAME))
+    return str(args.name or args.preset or (QUICK_NAME if args.quick else DEFAULT_NAME))
 
 
 def _print_epochs(manifest: dict[str, Any]) -> None:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from recitation.errors import ConfigError
-from recitation.organism.paths import DEFAULT_NAME, QUICK_NAME, check_name
+from recitation.organism.paths import DEFAULT_NAME, LOWFPR_NAME, QUICK_NAME, check_name
 
 FORMAT = 2
 """Bumped whenever the builder changes what it produces for the same config."""
@@ -100,12 +100,22 @@ class OrganismConfig(BaseModel):
 DEFAULT = OrganismConfig()
 QUICK = OrganismConfig(name=QUICK_NAME, passage_tokens=64, members_per_dose=5, epochs=2,
                        learning_rate=1e-4)
+LOWFPR = OrganismConfig(name=LOWFPR_NAME, passage_tokens=64, doses=(1, 4),
+                        members_per_dose=500, nonmembers=1000, epochs=1)
+"""The low-FPR benchmark organism (issue 31): 500 members seen once and 500 seen four times
+in one epoch, 1,000 non-members drawn by the same paired split; enough non-members to read
+rates at 1% false positives on held-out halves of 500."""
+PRESETS: dict[str, OrganismConfig] = {DEFAULT_NAME: DEFAULT, QUICK_NAME: QUICK,
+                                      LOWFPR_NAME: LOWFPR}
 
 
-def make_config(*, quick: bool = False, **overrides: Any) -> OrganismConfig:
-    """A preset with ``overrides`` (``None`` values ignored); bad values raise
-    :class:`ConfigError` naming the field."""
-    base = QUICK if quick else DEFAULT
+def make_config(*, quick: bool = False, preset: str | None = None,
+                **overrides: Any) -> OrganismConfig:
+    """A preset (``preset`` by name, else quick or default) with ``overrides`` (``None``
+    values ignored); bad values raise :class:`ConfigError` naming the field."""
+    if preset is not None and preset not in PRESETS:
+        raise ConfigError(f"unknown organism preset {preset!r}; choose from {list(PRESETS)}")
+    base = PRESETS[preset] if preset else QUICK if quick else DEFAULT
     fields = base.model_dump() | {k: v for k, v in overrides.items() if v is not None}
     try:
         return OrganismConfig(**fields)

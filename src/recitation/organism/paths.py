@@ -25,6 +25,7 @@ from recitation.errors import ConfigError
 
 DEFAULT_NAME = "default"
 QUICK_NAME = "quick"
+LOWFPR_NAME = "lowfpr"
 MANIFEST = "manifest.json"
 SPLIT = "split.json"
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -78,6 +79,8 @@ def build_command(name: str) -> str:
     """The command line that builds organism ``name`` with its preset."""
     if name == QUICK_NAME:
         return "recitation organism build --quick"
+    if name == LOWFPR_NAME:
+        return "recitation organism build --preset lowfpr"
     if name == DEFAULT_NAME:
         return "recitation organism build"
     return f"recitation organism build --name {name}"
