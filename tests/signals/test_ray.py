@@ -133,3 +133,47 @@ def test_signals_on_a_ray_cluster_equal_the_in_process_store_and_resume_by_shard
     # `--ray` with no address: a cluster of the command's own, gone when it ends
     assert "14 scored in 4 shard(s)" in _signals(tmp_path / "own", texts, "--ray")
     assert _rows(tmp_path / "own") == here
+
+
+def _detect(tmp_path: Path, name: str, *extra: str) -> tuple[str, list[dict[str, object]]]:
+    """`recitation detect` (white-box) on three members and three controls; its stdout and
+    its stored records."""
+    import json
+
+    from recitation.runs.store import RunStore
+
+    rows = {"m": ["The Sea Was Calm at First Light", "Birds Flew Over the Harbour Wall",
+                  "A Lantern Burned in the Keeper's Window"],
+            "c": ["The Mill Stood Silent Through the Winter", "Snow Lay on the Upper Fields",
+                  "A Cart Rolled Slowly Down to the Ford"]}
+    for k, texts in rows.items():
+        (tmp_path / f"{k}.jsonl").write_text("".join(json.dumps({"text": t}) + "\n"
+                                                     for t in texts))
+    runs = tmp_path / f"runs-{name}"
+    env = dict(os.environ, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+    p = subprocess.run([sys.executable, "-m", "recitation.cli", "detect", "--model", "smollm2",
+                        "--members", str(tmp_path / "m.jsonl"), "--controls",
+                        str(tmp_path / "c.jsonl"), "--detectors", "whitebox", "--no-cache",
+                        "--runs-dir", str(runs), *extra],
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    (run_dir,) = [d for d in runs.iterdir() if d.is_dir()]
+    with RunStore(run_dir) as store:
+        return p.stdout, [r for _, r in store.results("detect")]
+
+
+def test_detect_fills_its_store_on_ray_and_scores_as_in_process(
+        head: tuple[str, Path], tmp_path: Path) -> None:
+    """`detect --signals DIR --ray ADDRESS`: the six texts and their lower-cased forms are
+    scored on the cluster into the store first, and the run's scores are those of a run that
+    scores in process (within 1e-6: the batches may differ)."""
+    address, _ = head
+    out, on_ray = _detect(tmp_path, "ray", "--signals", str(tmp_path / "store"),
+                          "--ray", address, "--workers", "1")
+    assert "Ray: 12 of 12 texts scored" in out, out
+    assert len(_rows(tmp_path / "store")) == 12
+    _, here = _detect(tmp_path, "here")
+    a = {(s["sample_id"], s["detector"]): s["score"] for r in on_ray for s in r["scores"]}
+    b = {(s["sample_id"], s["detector"]): s["score"] for r in here for s in r["scores"]}
+    assert a.keys() == b.keys() and len(a) > 50
+    assert all(a[k] == pytest.approx(b[k], abs=1e-6) for k in a)

@@ -62,6 +62,12 @@ def add_detect_parser(sub: Any) -> None:
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--concurrency", type=int, default=1)
     p.add_argument("--no-cache", action="store_true")
+    p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                   help="with --signals: score the texts on a Ray cluster into the store "
+                   "first (its address, or none for a cluster of this command's own on "
+                   "127.0.0.1; see recitation signals --ray)")
+    p.add_argument("--workers", type=int, default=2,
+                   help="with --ray: actors, each loading the model once (default 2)")
     p.add_argument("--signals", default=None, metavar="DIR",
                    help="a token-signal store (`recitation signals`): scores read from it, "
                         "texts it lacks scored once and added")
@@ -218,6 +224,26 @@ def _warn_short_references(job: Any) -> None:
               file=sys.stderr)
 
 
+def _fill_on_ray(args: argparse.Namespace, job: Any) -> None:
+    """``--ray``: every text the score-based families need, scored on a Ray cluster into the
+    ``--signals`` store first (what the store already holds is not scored again); the run
+    then reads them from the store."""
+    from pathlib import Path
+
+    from recitation.errors import ConfigError
+    from recitation.runs.console import console
+    from recitation.signals.on_ray import score_on_ray
+
+    if not args.signals:
+        raise ConfigError("--ray fills a signal store: give it with --signals DIR (a folder "
+                          "every Ray worker reaches)")
+    texts = job.scoring_texts()
+    done = score_on_ray(Path(args.signals), args.model, texts, address=args.ray,
+                        workers=args.workers)
+    console.print(f"Ray: {done.scored} of {done.texts} texts scored into {args.signals} "
+                  f"({done.texts - done.scored} were there)")
+
+
 def cmd_detect(args: argparse.Namespace) -> int:
     from recitation.detect.report import estimate_calls
     from recitation.models.registry import capabilities_of
@@ -243,6 +269,8 @@ def cmd_detect(args: argparse.Namespace) -> int:
     _warn_short_references(job)
     if args.estimate_only:
         return 0
+    if args.ray:
+        _fill_on_ray(args, job)
     run_dir = create_run(cfg, args.runs_dir)
     code = execute_and_print(run_dir)  # the run's finalize step stores the report
     report = stored_report(run_dir) or {"detectors": {}}

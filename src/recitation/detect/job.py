@@ -264,6 +264,15 @@ class DetectJob(Job):
             out.append(self._plugins[family])
         return out
 
+    def scoring_texts(self) -> list[str]:
+        """Every text the score-based families score in the job's shared calls (the samples'
+        texts and each family's companions), e.g. to fill a signal store on Ray first."""
+        samples, plugins = self.samples(), self.plugins()
+        if not any(getattr(p, "needs_scores", True) for p in plugins):
+            return []
+        return list(dict.fromkeys([s.text for s in samples] + [
+            t for p in plugins for t in p.companion_texts(self, samples)]))
+
     def available_access(self, model: Model) -> set[Access]:
         """What this run offers the methods: the target's capabilities, and a reference
         model when one is configured."""
