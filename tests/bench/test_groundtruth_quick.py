@@ -177,3 +177,26 @@ def test_extract_unit_runs_dsp_and_recap_on_the_organism(quick_organism: Path,
     assert cost["dsp"] >= 8  # a summary and a DSP attempt per passage at least
     assert cost["dsp"] <= cost["recap_filter"] <= cost["recap"]
     assert [c["unit"] for c in res["costs"]] == ["extract"]
+
+
+def test_new_detector_units_and_the_leaderboard(quick_organism: Path, tmp_path: Path,
+                                                session_responses: Path) -> None:
+    """EZ-MIA (the base model as reference, so from epoch 1 only) and CAMIA as units of the
+    benchmark: both find the fine-tuned organism's members; every row carries the held-out
+    rates; `--analyse-only --leaderboard` rebuilds the leaderboard from the saved units."""
+    from recitation.cli import main
+
+    cfg = QUICK.model_copy(update={"units": ("ezmia", "camia"), "epochs": (0, 2),
+                                   "cache": True})
+    out = tmp_path / "new"
+    res = benchmark(cfg, out)
+    assert {(c["epoch"], c["unit"]) for c in res["costs"]} == {
+        (0, "camia"), (2, "camia"), (2, "ezmia")}
+    ez, cam = _det(res, "ezmia", 2), _det(res, "camia", 2)
+    assert ez["auc"] > 0.8 and cam["auc"] > 0.9 and _det(res, "camia", 0)["auc"] < cam["auc"]
+    assert cam["n_nonmembers"] == 11  # 4 of the 15 non-members calibrate CAMIA
+    assert {"heldout_tpr_at_1", "heldout_fpr_at_0.1_ci"} <= ez.keys()
+    assert main(["bench", "groundtruth", "--quick", "--units", "ezmia", "camia", "--epochs",
+                 "0", "2", "--analyse-only", "--leaderboard", "--out", str(out)]) == 0
+    board = (out / "leaderboard.md").read_text()
+    assert "| reference model | `ezmia` |" in board and "| log-probabilities | `camia` |" in board

@@ -107,6 +107,12 @@ def markdown(results: dict[str, Any], methods: Sequence[str] | None = None) -> s
              f"epochs {[e['epoch'] for e in org['epochs']]}.", "",
              "**Detection** (members of each dose vs all non-members):", ""]
     lines += detection_table(results, methods)
+    if any("heldout_tpr_at_1" in r for r in results["detection"]):
+        from recitation.bench.lowfpr import leaderboard_markdown
+
+        lines += ["", "**At 1% and 0.1% false positives, thresholds on held-out non-members** "
+                  "(the leaderboard of the last checkpoint):", "",
+                  leaderboard_markdown(results).rstrip()]
     lines += ["", "**Length-only baseline:**", ""] + length_table(results)
     lines += ["", "**Extraction by prefix probing** (greedy, first half given):", ""]
     lines += extraction_table(results)
