@@ -40,12 +40,17 @@ class ShardScorer:
             raise ConfigError(f"this Ray worker's {spec} is not the driver's: {found} "
                               f"against {identity}; install the same versions everywhere")
         self.store = SignalStore(Path(root), identity)
+        # one event loop for the actor's life: its worker thread (where a local model runs)
+        # is reused shard after shard; a loop per shard (asyncio.run) started a new thread
+        # each time, and the actor's memory grew with every shard (measured: 1.37 GB after
+        # 2 shards, 1.99 GB after 8), as the in-process path's does not
+        self.loop = asyncio.new_event_loop()
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         shards, sizes = [], []
         for texts in batch["texts"]:
             part = [str(t) for t in texts]
-            scores = asyncio.run(self.model.score(part))
+            scores = self.loop.run_until_complete(self.model.score(part))
             shards.append(self.store.write(part, scores).name)
             sizes.append(len(part))
         return {"shard": shards, "texts": sizes}
