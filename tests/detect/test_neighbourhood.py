@@ -92,3 +92,20 @@ async def test_detect_job_scores_neighbourhood(local_model, tmp_path: Path) -> N
         want = _direct_nll(loaded.model, loaded.tokenizer, text) - sum(
             _direct_nll(loaded.model, loaded.tokenizer, n) for n in near) / 4
         assert score["score"] == pytest.approx(want, abs=1e-4)
+
+
+def test_scoring_texts_are_the_texts_and_every_familys_companions(tmp_path: Path) -> None:
+    """What `detect --ray` scores into the store first: the samples, their lower-cased forms
+    (white-box) and their neighbours, each once."""
+    from recitation.runs.jobs import make_job
+
+    texts = ["The Old Farmer Watched the River.", "The Old Farmer Watched the River."]
+    (tmp_path / "m.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    job = make_job("detect", {"members": [str(tmp_path / "m.jsonl")], "controls": [],
+                              "detectors": ["whitebox", "neighbourhood"], "neighbours": 3}, 0)
+    got = job.scoring_texts()  # type: ignore[attr-defined]
+    near = neighbours(texts[0], 3, 0)
+    assert got == [texts[0], texts[0].lower(), *near]
+    pearl_only = make_job("detect", {"members": [str(tmp_path / "m.jsonl")], "controls": [],
+                                     "detectors": ["pearl"]}, 0)
+    assert pearl_only.scoring_texts() == []  # type: ignore[attr-defined]
