@@ -115,6 +115,7 @@ def test_stratified_subsample_and_the_units_that_use_it(tmp_path: Any) -> None:
                        ("camia", "members"), ("whitebox", "members")):
         assert unit_params(unit, cfg, files, 1, ckpts, 64)[1]["members"] == [
             str(files[want])], unit
+    assert unit_params("samia", cfg, files, 1, ckpts, 64)[1]["samia_max_tokens"] == 64
     ez = unit_params("ezmia", cfg, files, 1, ckpts, 64)[1]
     assert ez["reference_model"]["model"] == "organism:lowfpr:epoch0"
     from recitation.bench.groundtruth import unit_epochs

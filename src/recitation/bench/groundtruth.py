@@ -213,6 +213,8 @@ def unit_params(unit: str, cfg: GroundTruthConfig, files: dict[str, Path], epoch
     params: dict[str, Any] = {
         "members": [str(files["members" + sub])], "controls": [str(files["nonmembers" + sub])],
         "detectors": [unit], "labelled": True, "n_bootstrap": 0}
+    if unit == "samia":  # the continuation need only cover the passage's second half
+        params["samia_max_tokens"] = passage_tokens
     if unit == "pearl":
         params |= {"perturbations": list(cfg.perturbations), "outputs": cfg.pearl_outputs,
                    "max_intensity": cfg.pearl_max_intensity,
