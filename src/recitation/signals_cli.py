@@ -62,7 +62,7 @@ def cmd_signals(args: argparse.Namespace) -> int:
 
     async def run() -> Any:
         try:
-            return (await score_through(store, model, texts,
+            return (await score_through(store, model, texts, read=False,
                                         shard=args.shard or SHARD_TEXTS))[1]
         finally:
             await model.aclose()

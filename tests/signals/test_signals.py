@@ -107,6 +107,8 @@ def test_each_text_is_scored_once_in_shards_and_a_killed_job_resumes_by_shard(
     assert [s.logprobs for s in got] == [scores_for(t).logprobs for t in TEXTS + TEXTS[:2]]
     again, done = asyncio.run(score_through(fresh, model, TEXTS))
     assert done.scored == 0 and len(model.scored) == 7
+    filled, done = asyncio.run(score_through(fresh, model, TEXTS, read=False))
+    assert filled == [] and done.texts == len(TEXTS) and done.scored == 0  # filling only
 
 
 def test_another_model_or_answer_code_has_its_own_signals(tmp_path: Path) -> None:

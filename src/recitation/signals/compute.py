@@ -26,10 +26,12 @@ class Computed:
 async def score_through(store: SignalStore, model: Model, texts: list[str], *,
                         shard: int = SHARD_TEXTS,
                         progress: Callable[[int, int], None] | None = None,
-                        ) -> tuple[list[TokenScores], Computed]:
+                        read: bool = True) -> tuple[list[TokenScores], Computed]:
     """The signals of ``texts``: those the store lacks are scored by ``model`` in shards of
     ``shard`` texts, each written as soon as it is scored; then all are read from the
-    store (so what a detector reads is what the store holds)."""
+    store (so what a detector reads is what the store holds). ``read=False`` (filling a
+    store, ``recitation signals``) reads nothing back and returns no signals, so memory
+    does not grow with the number of texts."""
     todo = store.missing(texts)
     written = 0
     for start in range(0, len(todo), shard):
@@ -38,4 +40,4 @@ async def score_through(store: SignalStore, model: Model, texts: list[str], *,
         written += 1
         if progress:
             progress(min(start + shard, len(todo)), len(todo))
-    return store.read(texts), Computed(len(texts), len(todo), written)
+    return (store.read(texts) if read else []), Computed(len(texts), len(todo), written)
