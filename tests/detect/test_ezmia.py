@@ -34,13 +34,27 @@ def test_non_member_like_example_by_hand() -> None:
     assert v == pytest.approx(0.2 / 1.9, abs=1e-9) and why is None
 
 
-def test_fallbacks_give_zero() -> None:
+def test_fallbacks_give_zero_and_saturate_gives_the_top() -> None:
+    """The authors' 0.0 for the texts a fine-tune knows best; with ``saturate`` (ours) the
+    ratio stands (gains 3.0 over 1e-12) and a text with one wrong token scores SATURATED."""
+    from recitation.detect.ezmia import SATURATED
+
     one_wrong = [False, False, True, False, False, False]
-    assert ez_score([-1, -0.1, -2, -0.2, -0.3, -0.1], [-1, -0.5, -3, -0.4, -0.2, -0.2],
-                    one_wrong) == (0.0, "fewer than 2 error-zone tokens")
+    a = ([-1, -0.1, -2, -0.2, -0.3, -0.1], [-1, -0.5, -3, -0.4, -0.2, -0.2], one_wrong)
+    assert ez_score(*a) == (0.0, "fewer than 2 error-zone tokens")
+    assert ez_score(*a, saturate=True) == (SATURATED, "fewer than 2 error-zone tokens")
     all_gain = [False, True, True, False, True, False]
-    v, why = ez_score([-1, -1, -2, -0.2, -1.5, -0.1], [-1, -2, -3, -0.4, -2.5, -0.2], all_gain)
+    b = ([-1, -1, -2, -0.2, -1.5, -0.1], [-1, -2, -3, -0.4, -2.5, -0.2], all_gain)
+    v, why = ez_score(*b)
     assert v == 0.0 and why is not None and "less likely" in why
+    v, why = ez_score(*b, saturate=True)
+    assert v == pytest.approx(3.0 / 1e-12) and why is not None
+    even = ([-1.0] * 4, [-1.0] * 4, [True] * 4)  # the base model against itself: 0 either way
+    assert ez_score(*even)[0] == ez_score(*even, saturate=True)[0] == 0.0
+    tgt = [-5.0, -0.2, -1.5, -3.0, -0.1, -2.0]  # a text with gains and losses: unchanged
+    ref = [-1.0, -0.9, -2.7, -2.6, -0.3, -2.8]
+    wrong = [True, False, True, True, False, True]
+    assert ez_score(tgt, ref, wrong, saturate=True) == ez_score(tgt, ref, wrong)
 
 
 def test_truncation_to_max_tokens_and_error_zone_from_rank_or_top() -> None:
@@ -114,3 +128,11 @@ async def test_detect_job_on_the_organism_against_both_models_logits(  # type: i
         ref, _ = _direct(r.model, ids)
         assert score["score"] == pytest.approx(_authors_kernel(tgt, ref, wrong), abs=1e-4)
         assert score["higher_means_member"]
+    # with saturate (ours) the members, whatever their fallback, score above the non-members
+    job = make_job("detect", {"members": [jsonl(tmp_path / "m.jsonl", members)],
+                              "controls": [jsonl(tmp_path / "c.jsonl", others)],
+                              "detectors": ["ezmia"], "ezmia_saturate": True,
+                              "reference_model": {"backend": "local",
+                                                  "model": "organism:quick:epoch0"}}, 0)
+    got = [s["score"] for r in await job.run_items(job.items(), target) for s in r["scores"]]
+    assert min(got[:2]) > max(got[2:])

@@ -111,6 +111,9 @@ def _add_scoring_options(p: argparse.ArgumentParser) -> None:
                    help="neighbourhood: one-word neighbours per sample (default 25, MIMIR's)")
     p.add_argument("--ezmia-max-tokens", type=int, default=128, metavar="N",
                    help="EZ-MIA: tokens of each text scored (default 128, the authors')")
+    p.add_argument("--ezmia-saturate", action="store_true",
+                   help="EZ-MIA (ours): a text the fine-tune gets right almost everywhere, or "
+                   "whose every error-zone token gained, scores highest instead of 0.0")
 
 
 def _add_pearl_options(p: argparse.ArgumentParser) -> None:
@@ -162,6 +165,7 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
         "dcpdd_corpus": args.dcpdd_corpus, "dcpdd_a": args.dcpdd_a,
         "samia_samples": args.samia_samples, "samia_max_tokens": args.samia_max_tokens,
         "neighbours": args.neighbours, "ezmia_max_tokens": args.ezmia_max_tokens,
+        "ezmia_saturate": args.ezmia_saturate,
         "signals": args.signals,
     }
     if args.reference_model:

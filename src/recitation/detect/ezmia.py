@@ -41,6 +41,9 @@ from recitation.models.base import Model, TokenScores
 MAX_TOKENS = 128  # the authors' sequence_length
 MIN_TOKENS = 2
 EPS = 1e-12
+SATURATED = 1e15
+"""``saturate``: the score of a text with fewer than two error-zone tokens, above any ratio
+of log-probability gains over ``EPS`` (gains of a 128-token text stay far below 1,000)."""
 
 
 def error_zone(target: TokenScores) -> list[bool]:
@@ -55,31 +58,39 @@ def error_zone(target: TokenScores) -> list[bool]:
 
 def ez_score(target_lp: Sequence[float], reference_lp: Sequence[float],
              wrong: Sequence[bool], *, ignore_first: bool = True,
-             min_tokens: int = MIN_TOKENS) -> tuple[float, str | None]:
-    """EZ over aligned per-position inputs, and the fallback that gave 0.0 (None: none)."""
+             min_tokens: int = MIN_TOKENS, saturate: bool = False) -> tuple[float, str | None]:
+    """EZ over aligned per-position inputs, and the fallback that applied (None: none).
+
+    ``saturate`` (ours, not the authors'): where their code falls back to 0.0 because the
+    target lost nowhere, the ratio is taken as it stands (the gains over 1e-12), and where
+    fewer than ``min_tokens`` positions are wrong, the score is :data:`SATURATED`: the
+    texts a fine-tune knows best score highest instead of lowest."""
     zone = [i for i, w in enumerate(wrong) if w and not (ignore_first and i == 0)]
     if len(zone) < min_tokens:
-        return 0.0, f"fewer than {min_tokens} error-zone tokens"
+        why = f"fewer than {min_tokens} error-zone tokens"
+        return (SATURATED, why) if saturate else (0.0, why)
     deltas = [target_lp[i] - reference_lp[i] for i in zone]
     pos = sum(d for d in deltas if d > 0)
     neg = sum(-d for d in deltas if d < 0)
-    if neg == 0:
+    if neg == 0 and not saturate:
         return 0.0, "no error-zone token less likely than under the reference"
     value = pos / (neg + EPS)
     if math.isnan(value) or value < 0:
         return 0.0, "not a number"
-    return value, None
+    return value, None if neg else "no error-zone token less likely than under the reference"
 
 
 def ezmia_from_scores(target: TokenScores, reference: TokenScores,
-                      max_tokens: int = MAX_TOKENS) -> tuple[float, str | None]:
+                      max_tokens: int = MAX_TOKENS, *, saturate: bool = False
+                      ) -> tuple[float, str | None]:
     """EZ of one text from the target's and the reference's scores of it."""
     if tuple(target.tokens) != tuple(reference.tokens):
         raise ValueError("EZ-MIA: the reference tokenizes the text differently from the "
                          "target (it needs a reference with the same tokenizer, e.g. the "
                          "fine-tune's base model)")
     n = max(0, min(len(target.logprobs), max_tokens - 1))  # positions of the first max_tokens
-    return ez_score(target.logprobs[:n], reference.logprobs[:n], error_zone(target)[:n])
+    return ez_score(target.logprobs[:n], reference.logprobs[:n], error_zone(target)[:n],
+                    saturate=saturate)
 
 
 class EzmiaDetector:
@@ -101,7 +112,8 @@ class EzmiaDetector:
         out: dict[str, SampleResult] = {}
         for i, s in enumerate(samples):
             try:
-                v, fallback = ezmia_from_scores(plain[i], ref[i], ctx.params.ezmia_max_tokens)
+                v, fallback = ezmia_from_scores(plain[i], ref[i], ctx.params.ezmia_max_tokens,
+                                                saturate=ctx.params.ezmia_saturate)
             except ValueError as e:
                 out[s.id] = SampleResult(error=str(e))
                 continue
@@ -125,4 +137,5 @@ EZMIA = MethodInfo(
     summary="over the positions where the target's likeliest token is wrong: the summed "
     "gains of log p(true token) over the reference / the summed losses; higher means member",
     runner="recitation.detect.ezmia:EzmiaDetector", options=("reference_model",
-                                                             "ezmia_max_tokens"))
+                                                             "ezmia_max_tokens",
+                                                             "ezmia_saturate"))

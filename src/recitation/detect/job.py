@@ -98,6 +98,7 @@ class DetectParams(BaseModel):
     samia_max_tokens: int | None = Field(None, ge=1)  # None: 1,024 less the prompt (theirs)
     neighbours: int = Field(DEFAULT_NEIGHBOURS, ge=1)  # the neighbourhood attack's (MIMIR's)
     ezmia_max_tokens: int = Field(EZMIA_MAX_TOKENS, ge=3)  # EZ-MIA's sequence_length (theirs)
+    ezmia_saturate: bool = False  # ours: the best-known texts score highest, not 0.0
     target_fpr: float = Field(0.05, gt=0, lt=1)
     # conformal: out-of-sample FPR <= target (default); empirical: the former in-sample one
     calibration: Literal["conformal", "empirical"] = "conformal"
