@@ -62,19 +62,24 @@ def add_detect_parser(sub: Any) -> None:
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--concurrency", type=int, default=1)
     p.add_argument("--no-cache", action="store_true")
+    _add_signal_options(p)
+    p.add_argument("--estimate-only", action="store_true",
+                   help="print the calls and cost the run would need, and stop")
+    p.add_argument("--runs-dir", type=Path, default=None)
+    p.set_defaults(func=cmd_detect)
+
+
+def _add_signal_options(p: argparse.ArgumentParser) -> None:
+    """A token-signal store, and filling it on Ray first."""
+    p.add_argument("--signals", default=None, metavar="DIR",
+                   help="a token-signal store (`recitation signals`): scores read from it, "
+                        "texts it lacks scored once and added")
     p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
                    help="with --signals: score the texts on a Ray cluster into the store "
                    "first (its address, or none for a cluster of this command's own on "
                    "127.0.0.1; see recitation signals --ray)")
     p.add_argument("--workers", type=int, default=2,
                    help="with --ray: actors, each loading the model once (default 2)")
-    p.add_argument("--signals", default=None, metavar="DIR",
-                   help="a token-signal store (`recitation signals`): scores read from it, "
-                        "texts it lacks scored once and added")
-    p.add_argument("--estimate-only", action="store_true",
-                   help="print the calls and cost the run would need, and stop")
-    p.add_argument("--runs-dir", type=Path, default=None)
-    p.set_defaults(func=cmd_detect)
 
 
 def _add_calibration_options(p: argparse.ArgumentParser) -> None:
