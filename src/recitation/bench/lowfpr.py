@@ -60,12 +60,13 @@ def heldout_rates(positives: Sequence[float], negatives: dict[str, float],
 
 
 def access_level(score: str) -> str:
-    """The access a score needs, from the method that writes it (the registry)."""
+    """The access a score needs, from the detector that writes it (the registry); prefix
+    probing's scores (``prefix_*``) need generation only."""
     from recitation import methods
     from recitation.methods import Access
 
-    for info in methods.all_methods():
-        if score in info.writes or (info.kind == "probe" and score.startswith(info.name)):
+    for info in methods.all_methods("detector"):
+        if score in info.writes:
             if Access.REFERENCE_MODEL in info.access:
                 return "reference model"
             if Access.FULL_DISTRIBUTION in info.access:
@@ -76,13 +77,6 @@ def access_level(score: str) -> str:
     return "black-box text" if score.startswith("prefix_") else "log-probabilities"
 
 
-def _unit_of(results: dict[str, Any], method: str, epoch: int) -> dict[str, Any] | None:
-    fam = next((r["family"] for r in results["detection"]
-                if r["method"] == method and r["epoch"] == epoch), None)
-    return next((c for c in results["costs"] if c["unit"] == fam and c["epoch"] == epoch),
-                None)
-
-
 def leaderboard_rows(results: dict[str, Any], epoch: int, dose: str = "all"
                      ) -> list[dict[str, Any]]:
     """Every score of checkpoint ``epoch`` for members of ``dose``: access level, held-out
@@ -91,7 +85,8 @@ def leaderboard_rows(results: dict[str, Any], epoch: int, dose: str = "all"
     for r in results["detection"]:
         if r["epoch"] != epoch or r["dose"] != dose or "heldout_tpr_at_1" not in r:
             continue
-        unit = _unit_of(results, r["method"], epoch) or {}
+        unit: dict[str, Any] = next((c for c in results["costs"] if c["unit"] == r["family"]
+                                     and c["epoch"] == epoch), {})
         texts = max(1, unit.get("texts", 0))
         rows.append({"method": r["method"], "unit": r["family"],
                      "access": access_level(r["method"]), "auc": r["auc"],

@@ -41,6 +41,7 @@ from recitation.models.base import Model, TokenScores
 MAX_TOKENS = 128  # the authors' sequence_length
 MIN_TOKENS = 2
 EPS = 1e-12
+NO_LOSS = "no error-zone token less likely than under the reference"
 SATURATED = 1e15
 """``saturate``: the score of a text with fewer than two error-zone tokens, above any ratio
 of log-probability gains over ``EPS`` (gains of a 128-token text stay far below 1,000)."""
@@ -73,11 +74,11 @@ def ez_score(target_lp: Sequence[float], reference_lp: Sequence[float],
     pos = sum(d for d in deltas if d > 0)
     neg = sum(-d for d in deltas if d < 0)
     if neg == 0 and not saturate:
-        return 0.0, "no error-zone token less likely than under the reference"
+        return 0.0, NO_LOSS
     value = pos / (neg + EPS)
     if math.isnan(value) or value < 0:
         return 0.0, "not a number"
-    return value, None if neg else "no error-zone token less likely than under the reference"
+    return value, None if neg else NO_LOSS
 
 
 def ezmia_from_scores(target: TokenScores, reference: TokenScores,
