@@ -75,18 +75,20 @@ def test_leaderboard_ranks_within_access_levels_with_costs() -> None:
         _row("ezmia", "ezmia", 0.9, 0.95)],
         "costs": [{"unit": "whitebox", "epoch": 1, "texts": 10, "calls": 20,
                    "input_tokens": 600, "output_tokens": 0, "cpu_seconds": 5.0},
-                  {"unit": "samia", "epoch": 1, "texts": 10, "calls": 100,
+                  {"unit": "samia", "epoch": 1, "texts": 10, "calls": 100, "from_cache": 25,
                    "input_tokens": 300, "output_tokens": 700, "cpu_seconds": 50.0}]}
     rows = leaderboard_rows(results, 1)
     assert [r["method"] for r in rows] == ["samia", "min_k_20", "loss", "min_k_pp_20", "ezmia"]
     assert rows[0]["calls_per_text"] == 10 and rows[0]["tokens_per_text"] == 100
     assert rows[1]["cpu_s_per_text"] == 0.5
+    assert (rows[0]["cached_share"], rows[1]["cached_share"]) == (0.25, 0.0)
     assert rows[-1]["calls_per_text"] == 0  # no cost recorded for its unit
     assert winners(results, 1) == {"black-box text": "samia", "log-probabilities": "min_k_20",
                                    "full distribution": "min_k_pp_20",
                                    "reference model": "ezmia"}
     md = leaderboard_markdown(results)
     assert "| log-probabilities | `min_k_20` | 0.750* [0.000, 1.000]" in md
+    assert "| 10.00 | 100 | 5.000 | 25% |" in md  # samia: calls, tokens, CPU s per text
 
 
 def _p(pid: str, dose: int) -> Any:
@@ -121,6 +123,13 @@ def test_stratified_subsample_and_the_units_that_use_it(tmp_path: Any) -> None:
     from recitation.bench.groundtruth import unit_epochs
 
     assert unit_epochs("ezmia", cfg, [0, 1]) == [1] and unit_epochs("camia", cfg, [0, 1]) == [0, 1]
+    from recitation.bench.groundtruth import GroundTruthConfig, unit_batch_size
+
+    # the generating units decode 64 rows at once; scoring units keep the default batch
+    # (so their saved outcomes' keys do not change)
+    assert [unit_batch_size(u, cfg) for u in ("samia", "pearl", "whitebox", "camia")] == [
+        64, 64, 16, 16]
+    assert unit_batch_size("samia", GroundTruthConfig()) == 16
 
 
 def test_the_lowfpr_organism_preset() -> None:
@@ -128,7 +137,7 @@ def test_the_lowfpr_organism_preset() -> None:
     from recitation.organism.paths import build_command
 
     cfg = make_config(preset="lowfpr")
-    assert (cfg.members, cfg.n_nonmembers, cfg.doses, cfg.epochs) == (1000, 1000, (1, 4), 1)
+    assert (cfg.members, cfg.n_nonmembers, cfg.doses, cfg.epochs) == (500, 1000, (1, 4), 1)
     assert build_command("lowfpr") == "recitation organism build --preset lowfpr"
     from recitation.errors import ConfigError
 

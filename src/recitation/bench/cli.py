@@ -37,7 +37,7 @@ def add_bench_parser(sub: Any) -> None:
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     g.add_argument("--quick", action="store_true", help="the quick organism and settings")
     g.add_argument("--preset", default=None, choices=["default", "quick", "lowfpr"],
-                   help="organism and settings by name (lowfpr: 2,000 passages, every "
+                   help="organism and settings by name (lowfpr: 1,500 passages, every "
                    "detector, rates at 1%% and 0.1%% FPR on held-out non-members)")
     g.add_argument("--leaderboard", action="store_true", help="also write OUT/leaderboard.md: "
                    "every detector by access level, held-out TPR at 1%% and 0.1%% FPR, cost "

@@ -77,6 +77,10 @@ class GroundTruthConfig(BaseModel):
     prefix_fraction: float = Field(0.5, gt=0, lt=1)
     n_bootstrap: int = Field(1000, ge=0)
     batch_size: int = Field(16, ge=1)  # requests per batched model call (local backend)
+    # the generating units' batch (None: batch_size): a decoding step of a small model on a
+    # CPU costs little more for many rows than for a few (models/rendezvous.py: 30
+    # continuations in 48.3 s in batches of 8, in 22.4 s in one), so large runs decode wider
+    generation_batch_size: int | None = Field(None, ge=1)
     seed: int = 0
     cache: bool = False  # the cross-run response cache for deterministic calls (module doc)
     # the extract unit (DSP, RECAP, RECAP + filter): runs only when a helper is given
@@ -118,12 +122,12 @@ QUICK = GroundTruthConfig(organism="quick", pearl_outputs=1, pearl_max_intensity
                           pearl_epochs=(2,), n_bootstrap=200)
 """CI-sized: PEARL (the costliest unit) on the last checkpoint of the quick organism only."""
 LOWFPR = GroundTruthConfig(
-    organism="lowfpr", epochs=(0, 1),
+    organism="lowfpr", epochs=(1,),
     units=("whitebox", "recall", "dcpdd", "ezmia", "camia", "neighbourhood", "samia", "pearl"),
     pearl_epochs=(1,), pearl_max_intensity=3, subsample_members=100,
-    subsample_nonmembers=400, n_bootstrap=200, cache=True)
+    subsample_nonmembers=400, n_bootstrap=200, cache=True, generation_batch_size=64)
 """The low-FPR benchmark (issue 31) on the ``lowfpr`` organism: every score-based detector
-on all 2,000 passages, the generating ones and the neighbourhood attack (25 scorings per
+on all 1,500 passages, the generating ones and the neighbourhood attack (25 scorings per
 text) on 200 members (100 per dose) and 400 non-members."""
 
 
@@ -226,6 +230,14 @@ def unit_params(unit: str, cfg: GroundTruthConfig, files: dict[str, Path], epoch
     return "detect", params
 
 
+def unit_batch_size(unit: str, cfg: GroundTruthConfig) -> int:
+    """Requests per batched model call for ``unit``: ``generation_batch_size`` (when set)
+    for the generating units, else ``batch_size``."""
+    if unit in GENERATING and cfg.generation_batch_size is not None:
+        return cfg.generation_batch_size
+    return cfg.batch_size
+
+
 def unit_key(job: str, params: dict[str, Any], seed: int, model_id: dict[str, Any]) -> str:
     """Everything that determines a unit's records (the saved outcome is reused only when
     this matches)."""
@@ -260,8 +272,9 @@ def measure_unit(epoch: int, unit: str, cfg: GroundTruthConfig, files: dict[str,
     """Run ``unit`` on checkpoint ``epoch`` unless its saved outcome has the same key
     (``run=False``: the saved outcome or None)."""
     job, params = unit_params(unit, cfg, files, epoch, checkpoints, passage_tokens)
+    batch = unit_batch_size(unit, cfg)
     key = unit_key(job, _portable(params, out), cfg.seed,
-                   model_ids[epoch] | {"batch_size": cfg.batch_size,
+                   model_ids[epoch] | {"batch_size": batch,
                                        "reference": model_ids.get(0) if "reference_model"
                                        in params else None}
                    | ({"helper": params["helper"]} if "helper" in params else {}))
@@ -275,7 +288,7 @@ def measure_unit(epoch: int, unit: str, cfg: GroundTruthConfig, files: dict[str,
     cpu0, wall0 = time.process_time(), time.perf_counter()
     calls, records, run_dir, status = asyncio.run(
         run_unit(job, params, f"organism:{cfg.organism}:epoch{epoch}", cfg.seed,
-                 out / "runs", cfg.batch_size, cfg.cache))
+                 out / "runs", batch, cfg.cache))
     res = UnitOutcome(epoch, unit, key, status, records, calls,
                       time.process_time() - cpu0, time.perf_counter() - wall0, str(run_dir))
     saved.parent.mkdir(parents=True, exist_ok=True)

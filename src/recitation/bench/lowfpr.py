@@ -94,7 +94,8 @@ def leaderboard_rows(results: dict[str, Any], epoch: int, dose: str = "all"
                      "calls_per_text": unit.get("calls", 0) / texts,
                      "tokens_per_text": (unit.get("input_tokens", 0)
                                          + unit.get("output_tokens", 0)) / texts,
-                     "cpu_s_per_text": unit.get("cpu_seconds", 0.0) / texts})
+                     "cpu_s_per_text": unit.get("cpu_seconds", 0.0) / texts,
+                     "cached_share": unit.get("from_cache", 0) / max(1, unit.get("calls", 0))})
     rank = {a: i for i, a in enumerate(ACCESS_LEVELS)}
     rows.sort(key=lambda x: (rank.get(x["access"], 9), -x["heldout_tpr_at_1"], -x["auc"]))
     return rows
@@ -119,7 +120,8 @@ def leaderboard_markdown(results: dict[str, Any], epoch: int | None = None) -> s
              "of the non-members, rates read on the members and the other half; 95% "
              "Clopper-Pearson intervals; * where the target rate is below one calibration "
              "non-member (the threshold is their largest score). Cost: the method's unit "
-             "per text scored (a unit's scores share its calls).", ""]
+             "per text scored (a unit's scores share its calls); CPU seconds count only the "
+             "calls the response cache did not answer (the share it answered: 'cached').", ""]
     doses = list(dict.fromkeys(r["dose"] for r in results["detection"]
                                if r["epoch"] == epoch))
     for dose in doses:
@@ -130,12 +132,13 @@ def leaderboard_markdown(results: dict[str, Any], epoch: int | None = None) -> s
                   f"({rows[0].get('n_calibration')} calibration, "
                   f"{rows[0].get('n_test_nonmembers')} test non-members)", "",
                   "| access | method | TPR@1% FPR | FPR read | TPR@0.1% FPR | FPR read | AUC "
-                  "| calls/text | tokens/text | CPU s/text |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+                  "| calls/text | tokens/text | CPU s/text | cached |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         lines += [f"| {r['access']} | `{r['method']}` | {_rate(r, 'tpr', '1')} | "
                   f"{_rate(r, 'fpr', '1')} | {_rate(r, 'tpr', '0.1')} | "
                   f"{_rate(r, 'fpr', '0.1')} | {r['auc']:.3f} | {r['calls_per_text']:.2f} | "
-                  f"{r['tokens_per_text']:.0f} | {r['cpu_s_per_text']:.3f} |" for r in rows]
+                  f"{r['tokens_per_text']:.0f} | {r['cpu_s_per_text']:.3f} | "
+                  f"{r['cached_share']:.0%} |" for r in rows]
         lines.append("")
     return "\n".join(lines)
 
