@@ -87,7 +87,7 @@ def test_leaderboard_ranks_within_access_levels_with_costs() -> None:
                                    "full distribution": "min_k_pp_20",
                                    "reference model": "ezmia"}
     md = leaderboard_markdown(results)
-    assert "| log-probabilities | `min_k_20` | 0.750* [0.000, 1.000]" in md
+    assert "| log-probabilities | `min_k_20` | 4 / 3 / 3 | 0.750* [0.000, 1.000]" in md
     assert "| 10.00 | 100 | 5.000 | 25% |" in md  # samia: calls, tokens, CPU s per text
 
 

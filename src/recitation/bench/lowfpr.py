@@ -90,7 +90,8 @@ def leaderboard_rows(results: dict[str, Any], epoch: int, dose: str = "all"
         texts = max(1, unit.get("texts", 0))
         rows.append({"method": r["method"], "unit": r["family"],
                      "access": access_level(r["method"]), "auc": r["auc"],
-                     **{k: v for k, v in r.items() if k.startswith("heldout_")},
+                     **{k: v for k, v in r.items() if k.startswith("heldout_")
+                        or k in ("n_members", "n_calibration", "n_test_nonmembers")},
                      "calls_per_text": unit.get("calls", 0) / texts,
                      "tokens_per_text": (unit.get("input_tokens", 0)
                                          + unit.get("output_tokens", 0)) / texts,
@@ -128,13 +129,14 @@ def leaderboard_markdown(results: dict[str, Any], epoch: int | None = None) -> s
         rows = leaderboard_rows(results, epoch, dose)
         if not rows:
             continue
-        lines += [f"**Members: {'all' if dose == 'all' else f'dose {dose}'}** "
-                  f"({rows[0].get('n_calibration')} calibration, "
-                  f"{rows[0].get('n_test_nonmembers')} test non-members)", "",
-                  "| access | method | TPR@1% FPR | FPR read | TPR@0.1% FPR | FPR read | AUC "
-                  "| calls/text | tokens/text | CPU s/text | cached |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {r['access']} | `{r['method']}` | {_rate(r, 'tpr', '1')} | "
+        lines += [f"**Members: {'all' if dose == 'all' else f'dose {dose}'}** (n: members "
+                  "/ calibration / test non-members; a subsampled unit has fewer)", "",
+                  "| access | method | n | TPR@1% FPR | FPR read | TPR@0.1% FPR | FPR read "
+                  "| AUC | calls/text | tokens/text | CPU s/text | cached |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {r['access']} | `{r['method']}` | {r.get('n_members')} / "
+                  f"{r.get('n_calibration')} / {r.get('n_test_nonmembers')} | "
+                  f"{_rate(r, 'tpr', '1')} | "
                   f"{_rate(r, 'fpr', '1')} | {_rate(r, 'tpr', '0.1')} | "
                   f"{_rate(r, 'fpr', '0.1')} | {r['auc']:.3f} | {r['calls_per_text']:.2f} | "
                   f"{r['tokens_per_text']:.0f} | {r['cpu_s_per_text']:.3f} | "
