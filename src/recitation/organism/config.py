@@ -101,11 +101,13 @@ DEFAULT = OrganismConfig()
 QUICK = OrganismConfig(name=QUICK_NAME, passage_tokens=64, members_per_dose=5, epochs=2,
                        learning_rate=1e-4)
 LOWFPR = OrganismConfig(name=LOWFPR_NAME, passage_tokens=64, doses=(1, 4),
-                        members_per_dose=250, nonmembers=1000, epochs=1)
+                        members_per_dose=250, nonmembers=1000, epochs=1, learning_rate=1e-5)
 """The low-FPR benchmark organism (issue 31): 250 members seen once and 250 seen four times
 in one epoch (500 members, 80,000 training tokens: the build fits in the hour the issue allows
 on 2 cores), 1,000 non-members drawn by the same paired split; enough non-members to read
-rates at 1% false positives on held-out halves of 500."""
+rates at 1% false positives on held-out halves of 500. Learning rate 1e-5: at the default
+5e-5 every white-box score reached AUC 0.99-1.00 on the members seen four times and the
+reference-model ratio 0.991 on those seen once (docs/leaderboard.md), too easy a regime."""
 PRESETS: dict[str, OrganismConfig] = {DEFAULT_NAME: DEFAULT, QUICK_NAME: QUICK,
                                       LOWFPR_NAME: LOWFPR}
 
