@@ -73,6 +73,7 @@ def test_leaderboard_ranks_within_access_levels_with_costs() -> None:
         _row("loss", "whitebox", 0.25, 0.7), _row("min_k_pp_20", "whitebox", 0.5, 0.8),
         _row("min_k_20", "whitebox", 0.75, 0.9), _row("samia", "samia", 0.1, 0.6),
         _row("ezmia", "ezmia", 0.9, 0.95)],
+        "length_baseline": [_row("length_chars", "baseline", 0.0, 0.5) | {"epoch": -1}],
         "costs": [{"unit": "whitebox", "epoch": 1, "texts": 10, "calls": 20,
                    "input_tokens": 600, "output_tokens": 0, "cpu_seconds": 5.0},
                   {"unit": "samia", "epoch": 1, "texts": 10, "calls": 100, "from_cache": 25,
@@ -89,6 +90,8 @@ def test_leaderboard_ranks_within_access_levels_with_costs() -> None:
     md = leaderboard_markdown(results)
     assert "| log-probabilities | `min_k_20` | 4 / 3 / 3 | 0.750* [0.000, 1.000]" in md
     assert "| 10.00 | 100 | 5.000 | 25% |" in md  # samia: calls, tokens, CPU s per text
+    assert ("| none (blind baseline) | `length_chars` | 4 / 3 / 3 | 0.000* [0.000, 1.000]"
+            in md and md.rstrip().endswith("| 0.500 | - | - | - | - |"))
 
 
 def _p(pid: str, dose: int) -> Any:

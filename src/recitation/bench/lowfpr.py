@@ -110,8 +110,25 @@ def _rate(row: dict[str, Any], what: str, tag: str) -> str:
     return f"{v:.3f}{mark} [{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
+def _line(r: dict[str, Any]) -> str:
+    cost = (f"{r['calls_per_text']:.2f} | {r['tokens_per_text']:.0f} | "
+            f"{r['cpu_s_per_text']:.3f} | {r['cached_share']:.0%}" if "calls_per_text" in r
+            else "- | - | - | -")
+    return (f"| {r['access']} | `{r['method']}` | {r.get('n_members')} / "
+            f"{r.get('n_calibration')} / {r.get('n_test_nonmembers')} | "
+            f"{_rate(r, 'tpr', '1')} | {_rate(r, 'fpr', '1')} | {_rate(r, 'tpr', '0.1')} | "
+            f"{_rate(r, 'fpr', '0.1')} | {r['auc']:.3f} | {cost} |")
+
+
+def blind_rows(results: dict[str, Any], dose: str) -> list[dict[str, Any]]:
+    """The blind baseline (the passage's length, no model) for members of ``dose``."""
+    return [r | {"access": "none (blind baseline)"} for r in results.get("length_baseline", [])
+            if r["dose"] == dose and "heldout_tpr_at_1" in r]
+
+
 def leaderboard_markdown(results: dict[str, Any], epoch: int | None = None) -> str:
-    """The leaderboard of one checkpoint (default: the last), per dose group."""
+    """The leaderboard of one checkpoint (default: the last), per dose group, each with the
+    blind baseline's row."""
     epochs = sorted({r["epoch"] for r in results["detection"] if "heldout_tpr_at_1" in r})
     if not epochs:
         return "No held-out rates in these results (re-run the analysis).\n"
@@ -134,13 +151,7 @@ def leaderboard_markdown(results: dict[str, Any], epoch: int | None = None) -> s
                   "| access | method | n | TPR@1% FPR | FPR read | TPR@0.1% FPR | FPR read "
                   "| AUC | calls/text | tokens/text | CPU s/text | cached |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {r['access']} | `{r['method']}` | {r.get('n_members')} / "
-                  f"{r.get('n_calibration')} / {r.get('n_test_nonmembers')} | "
-                  f"{_rate(r, 'tpr', '1')} | "
-                  f"{_rate(r, 'fpr', '1')} | {_rate(r, 'tpr', '0.1')} | "
-                  f"{_rate(r, 'fpr', '0.1')} | {r['auc']:.3f} | {r['calls_per_text']:.2f} | "
-                  f"{r['tokens_per_text']:.0f} | {r['cpu_s_per_text']:.3f} | "
-                  f"{r['cached_share']:.0%} |" for r in rows]
+        lines += [_line(r) for r in rows + blind_rows(results, dose)]
         lines.append("")
     return "\n".join(lines)
 
