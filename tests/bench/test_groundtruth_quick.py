@@ -207,6 +207,7 @@ def test_new_detector_units_and_the_leaderboard(quick_organism: Path, tmp_path: 
                  "0", "2", "--analyse-only", "--leaderboard", "--out", str(out)]) == 0
     board = (out / "leaderboard.md").read_text()
     assert "| reference model | `ezmia` |" in board and "| log-probabilities | `camia` |" in board
+    assert "| none (blind baseline) | `length_chars` |" in board
 
 
 def _ezmia_fallbacks(run_dir: Path) -> dict[str, int]:
