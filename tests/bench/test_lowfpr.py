@@ -72,14 +72,17 @@ def test_leaderboard_ranks_within_access_levels_with_costs() -> None:
     results = {"organism": {"name": "t"}, "detection": [
         _row("loss", "whitebox", 0.25, 0.7), _row("min_k_pp_20", "whitebox", 0.5, 0.8),
         _row("min_k_20", "whitebox", 0.75, 0.9), _row("samia", "samia", 0.1, 0.6),
-        _row("ezmia", "ezmia", 0.9, 0.95)],
+        _row("ezmia", "ezmia", 0.9, 0.95), _row("dcpdd", "dcpdd", 0.2, 0.6)],
         "length_baseline": [_row("length_chars", "baseline", 0.0, 0.5) | {"epoch": -1}],
         "costs": [{"unit": "whitebox", "epoch": 1, "texts": 10, "calls": 20,
                    "input_tokens": 600, "output_tokens": 0, "cpu_seconds": 5.0},
+                  {"unit": "dcpdd", "epoch": 1, "texts": 10, "calls": 10, "from_cache": 10,
+                   "input_tokens": 0, "output_tokens": 0, "cpu_seconds": 0.1},
                   {"unit": "samia", "epoch": 1, "texts": 10, "calls": 100, "from_cache": 25,
                    "input_tokens": 300, "output_tokens": 700, "cpu_seconds": 50.0}]}
     rows = leaderboard_rows(results, 1)
-    assert [r["method"] for r in rows] == ["samia", "min_k_20", "loss", "min_k_pp_20", "ezmia"]
+    assert [r["method"] for r in rows] == ["samia", "min_k_20", "loss", "dcpdd",
+                                           "min_k_pp_20", "ezmia"]
     assert rows[0]["calls_per_text"] == 10 and rows[0]["tokens_per_text"] == 100
     assert rows[1]["cpu_s_per_text"] == 0.5
     assert (rows[0]["cached_share"], rows[1]["cached_share"]) == (0.25, 0.0)
@@ -90,6 +93,7 @@ def test_leaderboard_ranks_within_access_levels_with_costs() -> None:
     md = leaderboard_markdown(results)
     assert "| log-probabilities | `min_k_20` | 4 / 3 / 3 | 0.750* [0.000, 1.000]" in md
     assert "| 10.00 | 100 | 5.000 | 25% |" in md  # samia: calls, tokens, CPU s per text
+    assert "| 0.600 | 1.00 | cached | cached | 100% |" in md  # dcpdd: whitebox's calls
     assert ("| none (blind baseline) | `length_chars` | 4 / 3 / 3 | 0.000* [0.000, 1.000]"
             in md and md.rstrip().endswith("| 0.500 | - | - | - | - |"))
 

@@ -28,6 +28,9 @@ from typing import Any
 from recitation.metrics.stats import clopper_pearson, threshold_at_fpr
 
 LOW_FPRS: tuple[tuple[str, float], ...] = (("1", 0.01), ("0.1", 0.001))
+ALL_CACHED = 0.995
+"""A unit whose calls the response cache answered (at least this share) made the same calls
+as another unit: its tokens and CPU seconds are that unit's, not shown again."""
 ACCESS_LEVELS = ("black-box text", "log-probabilities", "full distribution",
                  "reference model")
 
@@ -111,9 +114,13 @@ def _rate(row: dict[str, Any], what: str, tag: str) -> str:
 
 
 def _line(r: dict[str, Any]) -> str:
-    cost = (f"{r['calls_per_text']:.2f} | {r['tokens_per_text']:.0f} | "
-            f"{r['cpu_s_per_text']:.3f} | {r['cached_share']:.0%}" if "calls_per_text" in r
-            else "- | - | - | -")
+    if "calls_per_text" not in r:
+        cost = "- | - | - | -"
+    elif r["cached_share"] >= ALL_CACHED:  # another unit's calls: their cost is counted there
+        cost = f"{r['calls_per_text']:.2f} | cached | cached | {r['cached_share']:.0%}"
+    else:
+        cost = (f"{r['calls_per_text']:.2f} | {r['tokens_per_text']:.0f} | "
+                f"{r['cpu_s_per_text']:.3f} | {r['cached_share']:.0%}")
     return (f"| {r['access']} | `{r['method']}` | {r.get('n_members')} / "
             f"{r.get('n_calibration')} / {r.get('n_test_nonmembers')} | "
             f"{_rate(r, 'tpr', '1')} | {_rate(r, 'fpr', '1')} | {_rate(r, 'tpr', '0.1')} | "
@@ -138,8 +145,9 @@ def leaderboard_markdown(results: dict[str, Any], epoch: int | None = None) -> s
              "of the non-members, rates read on the members and the other half; 95% "
              "Clopper-Pearson intervals; * where the target rate is below one calibration "
              "non-member (the threshold is their largest score). Cost: the method's unit "
-             "per text scored (a unit's scores share its calls); CPU seconds count only the "
-             "calls the response cache did not answer (the share it answered: 'cached').", ""]
+             "per text scored (a unit's scores share its calls); tokens and CPU seconds count "
+             "only the calls the response cache did not answer (the share it answered: "
+             "'cached'; all of them: the same calls as another unit's, counted there).", ""]
     doses = list(dict.fromkeys(r["dose"] for r in results["detection"]
                                if r["epoch"] == epoch))
     for dose in doses:
