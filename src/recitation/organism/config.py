@@ -106,8 +106,8 @@ LOWFPR = OrganismConfig(name=LOWFPR_NAME, passage_tokens=64, doses=(1, 4),
 in one epoch (500 members, 80,000 training tokens: the build fits in the hour the issue allows
 on 2 cores), 1,000 non-members drawn by the same paired split; enough non-members to read
 rates at 1% false positives on held-out halves of 500. Learning rate 1e-5: at the default
-5e-5 every white-box score reached AUC 0.99-1.00 on the members seen four times and the
-reference-model ratio 0.991 on those seen once (docs/leaderboard.md), too easy a regime."""
+5e-5 every white-box score reached AUC 0.94-1.00 on the members seen four times and the
+reference-model ratio 0.991 on those seen once (docs/groundtruth-results.md), too easy."""
 PRESETS: dict[str, OrganismConfig] = {DEFAULT_NAME: DEFAULT, QUICK_NAME: QUICK,
                                       LOWFPR_NAME: LOWFPR}
 
