@@ -76,6 +76,18 @@ def test_copies_found_in_the_repeated_ids() -> None:
     assert copies([1, 2, 3, 4, 5], [1, 2, 3, 4, 6] * 2, rep_lp[:9]) == []
 
 
+def test_copies_of_a_text_ending_in_a_newline() -> None:
+    """SmolLM2's tokenizer: '...altogether?"\n' ends in 'Ċ' (here 10), but repeated, the
+    newline and the joining space are one token 'ĊĠ' (11) before ' talk': the whole pattern
+    [3, 4, 10] occurs once (the last copy), so every leading trim fails; without the last
+    token the pattern [3, 4] gives 6 occurrences, the last 2 dropped."""
+    ids = [1, 2, 3, 4, 10]
+    rep_ids = [1, 2, 3, 4, 11] + [9, 2, 3, 4, 11] * 4 + [9, 2, 3, 4, 10]
+    rep_lp = [-float(i) for i in range(len(rep_ids) - 1)]
+    got = copies(ids, rep_ids, rep_lp)
+    assert got == [rep_lp[1:3], rep_lp[6:8], rep_lp[11:13], rep_lp[16:18]]
+
+
 def test_all_75_signals_in_their_groups() -> None:
     x = [-(i % 7) * 0.5 - 0.1 for i in range(40)]
     ids = list(range(41))

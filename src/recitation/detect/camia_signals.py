@@ -108,16 +108,20 @@ def copies(x_ids: Sequence[Any], rep_ids: Sequence[Any], rep_lp: Sequence[float]
     third on (``labels[2:]``: the join changes the first tokens), less the last two
     occurrences, each the log-probabilities of those ids there. Where the first word
     tokenizes differently after a space, the pattern loses one more leading token, up to
-    ``tries`` times (the authors shorten it too, and stop after 4)."""
-    for skip in range(2, 2 + tries):
-        target = list(x_ids[skip:])
-        n = len(target)
-        if n < 2:
-            break
-        starts = [i for i in range(1, len(rep_ids) - n + 1)
-                  if list(rep_ids[i : i + n]) == target]
-        if len(starts) >= 3:
-            return [list(rep_lp[s - 1 : s - 1 + n]) for s in starts[:-2]]
+    ``tries`` times (the authors shorten it too, and stop after 4). Where that finds none,
+    the same search again without the text's last token (ours): a text ending in a newline
+    or a space ends in a token that merges with the space joining the copies, so no copy
+    matches whole (the authors' search never ends there)."""
+    for tail in (0, 1):
+        for skip in range(2, 2 + tries):
+            target = list(x_ids[skip : len(x_ids) - tail])
+            n = len(target)
+            if n < 2:
+                break
+            starts = [i for i in range(1, len(rep_ids) - n + 1)
+                      if list(rep_ids[i : i + n]) == target]
+            if len(starts) >= 3:
+                return [list(rep_lp[s - 1 : s - 1 + n]) for s in starts[:-2]]
     return []
 
 
