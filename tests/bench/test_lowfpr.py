@@ -127,6 +127,10 @@ def test_stratified_subsample_and_the_units_that_use_it(tmp_path: Any) -> None:
     assert unit_params("samia", cfg, files, 1, ckpts, 64)[1]["samia_max_tokens"] == 64
     ez = unit_params("ezmia", cfg, files, 1, ckpts, 64)[1]
     assert ez["reference_model"]["model"] == "organism:lowfpr:epoch0"
+    assert "dtype" not in ez["reference_model"]  # float32 units keep their saved keys
+    bf = cfg.model_copy(update={"dtype": "bfloat16"})
+    assert unit_params("ezmia", bf, files, 1, ckpts, 64)[1]["reference_model"]["dtype"] == (
+        "bfloat16")
     from recitation.bench.groundtruth import unit_epochs
 
     assert unit_epochs("ezmia", cfg, [0, 1]) == [1] and unit_epochs("camia", cfg, [0, 1]) == [0, 1]

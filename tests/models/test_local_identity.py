@@ -96,3 +96,28 @@ def test_an_organism_folder_is_named_by_its_manifest(cache: Path, tmp_path: Path
     # a manifest that does not list the folder: hashed like any other directory
     other = _checkpoint(root / "epoch7", b"\x06" * 10)
     assert set(LocalModel(str(other)).identity()) == {"backend", "model", "digest"}
+
+
+def test_the_dtype_is_a_checked_local_option_in_the_identity() -> None:
+    """float32 keeps the identity existing caches were written under; bfloat16 adds itself,
+    so its answers are never read back for float32's. A model config passes it through;
+    another backend, or a type the backend has not, is refused with the choices."""
+    from pydantic import ValidationError
+
+    from recitation.models.config import ModelConfig
+    from recitation.models.registry import build_backend
+
+    assert "dtype" not in LocalModel("smollm2", dtype="float32").identity()
+    built = build_backend(ModelConfig(model="smollm2", dtype="bfloat16"))
+    assert isinstance(built, LocalModel) and built.dtype == "bfloat16"
+    assert built.identity()["dtype"] == "bfloat16"
+    with pytest.raises(ValidationError, match="not one of float32, bfloat16"):
+        ModelConfig(model="smollm2", dtype="float16")
+    with pytest.raises(ValidationError, match="local backend only"):
+        ModelConfig(backend="openai", model="m", dtype="bfloat16")
+    from recitation.models.registry import shared_backends
+
+    with shared_backends():  # one backend per configuration: the dtype is part of it
+        a, b = (build_backend(ModelConfig(model="smollm2", dtype=d))
+                for d in ("float32", "bfloat16"))
+        assert a is not b and build_backend(ModelConfig(model="smollm2")) is a

@@ -70,6 +70,9 @@ def add_bench_parser(sub: Any) -> None:
                    help="read and write the response cache (deterministic calls; keyed on the "
                    "weights and the decoding code): a re-run reuses the model's answers; "
                    "costs then count the cache's answers")
+    g.add_argument("--dtype", choices=("float32", "bfloat16"), default=None,
+                   help="the checkpoints' weights (default float32; bfloat16 about 3x as fast "
+                   "on a CPU with AVX-512 BF16, scores close to float32's: docs/benchmarks.md)")
     g.add_argument("--out", type=Path, default=None,
                    help="output directory (default: bench/groundtruth-<organism>)")
     g.add_argument("--analyse-only", action="store_true", help="analyse the units already "
@@ -95,7 +98,8 @@ def make_bench_config(args: argparse.Namespace) -> Any:
               "helper": args.helper, "extract_rounds": args.extract_rounds,
               "extract_passages": args.extract_passages,
               "extract_epochs": tuple(args.extract_epochs) if args.extract_epochs else None,
-              "n_bootstrap": args.bootstrap, "seed": args.seed, "cache": args.cache}
+              "n_bootstrap": args.bootstrap, "seed": args.seed, "cache": args.cache,
+              "dtype": args.dtype}
     try:
         return GroundTruthConfig(**(base.model_dump() | {k: v for k, v in fields.items()
                                                         if v is not None}))

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -81,6 +81,9 @@ class GroundTruthConfig(BaseModel):
     # CPU costs little more for many rows than for a few (models/rendezvous.py: 30
     # continuations in 48.3 s in batches of 8, in 22.4 s in one), so large runs decode wider
     generation_batch_size: int | None = Field(None, ge=1)
+    # the checkpoints' weights (models/config.py LOCAL_DTYPES): bfloat16 scores about 3x as
+    # fast on this CPU, with scores close to but not the same as float32's (docs/benchmarks.md)
+    dtype: Literal["float32", "bfloat16"] = "float32"
     seed: int = 0
     cache: bool = False  # the cross-run response cache for deterministic calls (module doc)
     # the extract unit (DSP, RECAP, RECAP + filter): runs only when a helper is given
@@ -227,6 +230,8 @@ def unit_params(unit: str, cfg: GroundTruthConfig, files: dict[str, Path], epoch
             and 0 in checkpoints:
         params["reference_model"] = {"backend": "local", "concurrency": 1,
                                      "model": f"organism:{cfg.organism}:epoch0"}
+        if cfg.dtype != "float32":  # float32 units keep their keys
+            params["reference_model"]["dtype"] = cfg.dtype
     return "detect", params
 
 
@@ -246,7 +251,7 @@ def unit_key(job: str, params: dict[str, Any], seed: int, model_id: dict[str, An
 
 
 async def run_unit(job: str, params: dict[str, Any], model: str, seed: int, runs_dir: Path,
-                   batch_size: int = 16, cache: bool = False
+                   batch_size: int = 16, cache: bool = False, dtype: str = "float32"
                    ) -> tuple[dict[str, Any], list[dict[str, Any]], Path, str]:
     """Create and execute one run (the response cache off unless ``cache``); returns its
     call totals, records, directory and status."""
@@ -256,7 +261,7 @@ async def run_unit(job: str, params: dict[str, Any], model: str, seed: int, runs
 
     cfg = RunConfig(job=job, name=f"groundtruth-{job}", seed=seed, cache=cache,
                     model={"backend": "local", "model": model, "concurrency": 1,
-                           "batch_size": batch_size},
+                           "batch_size": batch_size, "dtype": dtype},
                     params=params)
     run_dir = create_run(cfg, runs_dir)
     outcome = await execute(run_dir, use_cache=cache)
@@ -288,7 +293,7 @@ def measure_unit(epoch: int, unit: str, cfg: GroundTruthConfig, files: dict[str,
     cpu0, wall0 = time.process_time(), time.perf_counter()
     calls, records, run_dir, status = asyncio.run(
         run_unit(job, params, f"organism:{cfg.organism}:epoch{epoch}", cfg.seed,
-                 out / "runs", batch, cfg.cache))
+                 out / "runs", batch, cfg.cache, cfg.dtype))
     res = UnitOutcome(epoch, unit, key, status, records, calls,
                       time.process_time() - cpu0, time.perf_counter() - wall0, str(run_dir))
     saved.parent.mkdir(parents=True, exist_ok=True)
@@ -357,7 +362,8 @@ def run_units(cfg: GroundTruthConfig, out: Path, *, progress: Progress | None = 
         raise ConfigError(f"bench groundtruth: organism {cfg.organism!r} has no epoch(s) "
                           f"{missing}; it has {all_epochs}")
     checkpoints = {e: organism_checkpoint(f"{cfg.organism}:epoch{e}") for e in all_epochs}
-    ids = checkpoint_ids(manifest)
+    ids = {e: i | ({"dtype": cfg.dtype} if cfg.dtype != "float32" else {})
+           for e, i in checkpoint_ids(manifest).items()}
     out.mkdir(parents=True, exist_ok=True)
     files = sample_files(passages, out, cfg.extract_passages, cfg)
     tokens = int(manifest["config"]["passage_tokens"])

@@ -56,6 +56,7 @@ from typing import Any
 
 from recitation._cachedir import file_lock
 from recitation.errors import ConfigError, require
+from recitation.models._digests import directory_digest, file_sha256, model_cache_dir
 from recitation.models.base import (
     Capabilities,
     Generation,
@@ -64,6 +65,7 @@ from recitation.models.base import (
     TokenScores,
     Usage,
 )
+from recitation.models.config import check_dtype
 from recitation.models.rendezvous import batched
 from recitation.models.tokenizer import HFTokenizer, LazyTokenizer, Tokenizer, folder_fingerprint
 
@@ -104,15 +106,6 @@ def smollm2_gguf_path() -> Path:
                                 "is not needed)", error=ConfigError)
 
 
-def model_cache_dir() -> Path:
-    """``$RECITATION_MODEL_CACHE_DIR``, else the ``models`` folder of the cache directory
-    (:func:`recitation._cachedir.cache_dir`)."""
-    from recitation._cachedir import cache_dir
-
-    explicit = os.environ.get("RECITATION_MODEL_CACHE_DIR")
-    return Path(explicit) if explicit else cache_dir() / "models"
-
-
 def _organism_plugin(attr: str) -> Any:
     return getattr(importlib.import_module(ORGANISM_PLUGIN), attr)
 
@@ -145,49 +138,6 @@ def organism_identity(directory: Path) -> dict[str, str] | None:
     organism checkpoint, from its organism's manifest; None for any other directory."""
     found: dict[str, str] | None = _organism_plugin("checkpoint_identity")(directory)
     return found
-
-
-_MEMO_MIN_BYTES = 1 << 20
-
-
-def file_sha256(path: Path) -> str:
-    """SHA-256 of a file's content. Files of 1 MB or more are hashed once per resolved path,
-    size and modification time: the result is remembered under :func:`model_cache_dir`."""
-    st = path.stat()
-    memo = None
-    if st.st_size >= _MEMO_MIN_BYTES:
-        key = f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}"
-        memo = model_cache_dir() / "digests" / hashlib.sha1(key.encode()).hexdigest()
-        try:
-            known = memo.read_text(encoding="ascii").strip()
-        except OSError:
-            known = ""
-        if len(known) == 64:
-            return known
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    digest = h.hexdigest()
-    if memo is not None:
-        try:
-            memo.parent.mkdir(parents=True, exist_ok=True)
-            tmp = memo.with_name(f"{memo.name}.tmp{os.getpid()}.{threading.get_ident()}")
-            tmp.write_text(digest, encoding="ascii")
-            os.replace(tmp, memo)
-        except OSError as exc:  # a read-only cache: hash again next time
-            log.debug("cannot remember the digest of %s: %s", path, exc)
-    return digest
-
-
-def directory_digest(directory: Path) -> str:
-    """A short digest of a transformers directory's contents: every file at its top level
-    (config, weights, tokenizer; not hidden files) by name and SHA-256."""
-    h = hashlib.sha256()
-    for path in sorted(p for p in directory.iterdir()
-                       if p.is_file() and not p.name.startswith(".")):
-        h.update(f"{path.name}\0{file_sha256(path)}\n".encode())
-    return h.hexdigest()[:16]
 
 
 CONVERSION = 2
@@ -283,8 +233,8 @@ class LocalModel(Model):
                                 tokenizer=True, local=True)
 
     def __init__(self, model: str = "smollm2", *, threads: int | None = None,
-                 score_batch_size: int = 8) -> None:
-        self.spec = model
+                 score_batch_size: int = 8, dtype: str = "float32") -> None:
+        self.spec, self.dtype = model, check_dtype(dtype)
         self.directory, self.gguf_file = resolve_model_path(model)
         self._organism = None if self.gguf_file else organism_identity(self.directory)
         self.name = (Path(self.gguf_file).stem if self.gguf_file
@@ -298,6 +248,10 @@ class LocalModel(Model):
         self.load_seconds: float | None = None
         self.loaded_from_cache: bool | None = None
 
+    @classmethod
+    def from_config(cls, cfg: Any) -> LocalModel:
+        return cls(cfg.model, dtype=cfg.dtype)
+
     def identity(self) -> dict[str, Any]:
         """What answers this model: the embedded GGUF by its name (as always, so existing
         caches stay valid); an organism checkpoint by name, epoch, fingerprint and weights;
@@ -308,6 +262,8 @@ class LocalModel(Model):
                 ident |= self._organism
             elif not self.gguf_file:
                 ident["digest"] = directory_digest(self.directory)
+            if self.dtype != "float32":  # float32 keys unchanged: existing caches stay valid
+                ident["dtype"] = self.dtype
             self._identity = ident
         return dict(self._identity)
 
@@ -347,7 +303,7 @@ class LocalModel(Model):
             src, self.loaded_from_cache = self.directory, False
         if not shared:
             return self._read(src, t0)
-        key = _weights_key(src)
+        key = (*_weights_key(src), self.dtype)
         with _SHARED_LOCK:
             loaded = _SHARED.get(key)
             if loaded is None:
@@ -367,7 +323,7 @@ class LocalModel(Model):
         transformers = _require("transformers", "the local backend")
         tok = _prepared(transformers.AutoTokenizer.from_pretrained(src, local_files_only=True))
         model = transformers.AutoModelForCausalLM.from_pretrained(
-            src, local_files_only=True, dtype=torch.float32)
+            src, local_files_only=True, dtype=getattr(torch, self.dtype))
         model.eval()
         stop_ids = {tok.eos_token_id}
         gen_eos = getattr(model.generation_config, "eos_token_id", None)
@@ -493,5 +449,5 @@ class LocalModel(Model):
             return score_many(loaded.model, loaded.tokenizer, texts, self.score_batch_size)
 
 
-__all__ = ["ORGANISM_PREFIX", "LocalModel", "Usage", "directory_digest", "resolve_model_path",
-           "smollm2_gguf_path"]
+__all__ = ["ORGANISM_PREFIX", "LocalModel", "Usage", "directory_digest", "file_sha256",
+           "model_cache_dir", "resolve_model_path", "smollm2_gguf_path"]

@@ -23,7 +23,8 @@ from recitation.models.config import BACKEND_CLASSES, ModelConfig, backend_names
 __all__ = ["BACKEND_CLASSES", "backend_class", "backend_for", "backend_names", "build_backend",
            "capabilities_of", "shared_backends"]
 
-_BACKEND_FIELDS = {"backend", "model", "base_url", "api_key_env", "timeout", "concurrency"}
+_BACKEND_FIELDS = {"backend", "model", "base_url", "api_key_env", "timeout", "concurrency",
+                   "dtype"}
 """The config fields a backend object depends on (the others configure the managed wrapper:
 batches, rate limits, retries)."""
 
