@@ -81,8 +81,8 @@ class GroundTruthConfig(BaseModel):
     # CPU costs little more for many rows than for a few (models/rendezvous.py: 30
     # continuations in 48.3 s in batches of 8, in 22.4 s in one), so large runs decode wider
     generation_batch_size: int | None = Field(None, ge=1)
-    # the checkpoints' weights (models/config.py LOCAL_DTYPES): bfloat16 scores about 3x as
-    # fast on this CPU, with scores close to but not the same as float32's (docs/benchmarks.md)
+    # the checkpoints' weights (models/config.py LOCAL_DTYPES): bfloat16 scores 2.6x and
+    # generates 1.8x as fast on this CPU, scores close to float32's (docs/benchmarks.md)
     dtype: Literal["float32", "bfloat16"] = "float32"
     seed: int = 0
     cache: bool = False  # the cross-run response cache for deterministic calls (module doc)
