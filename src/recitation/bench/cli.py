@@ -28,6 +28,7 @@ SUMMARY_METHODS = ("loss", "zlib", "min_k_20", "min_k_pp_20", "reference", "reca
 
 def add_bench_parser(sub: Any) -> None:
     from recitation.bench.groundtruth import UNITS
+    from recitation.models.config import LOCAL_DTYPES
 
     p = sub.add_parser("bench", help="benchmarks on ground truth (the model organism)",
                        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -61,7 +62,7 @@ def add_bench_parser(sub: Any) -> None:
                    help="read and write the response cache (deterministic calls; keyed on the "
                    "weights and the decoding code): a re-run reuses the model's answers; "
                    "costs then count the cache's answers")
-    g.add_argument("--dtype", choices=("float32", "bfloat16"), default=None,
+    g.add_argument("--dtype", choices=LOCAL_DTYPES, default=None,
                    help="the checkpoints' weights (default float32; bfloat16 scores 2.6x and "
                    "generates 1.8x as fast here, scores close to float32's: docs/benchmarks.md)")
     g.add_argument("--out", type=Path, default=None,

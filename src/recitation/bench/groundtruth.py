@@ -42,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from recitation.bench.groups import group_of
 from recitation.errors import ConfigError
+from recitation.models.config import dtype_key
 from recitation.organism.config import digest
 from recitation.organism.data import Passage
 
@@ -229,9 +230,8 @@ def unit_params(unit: str, cfg: GroundTruthConfig, files: dict[str, Path], epoch
     if (unit in REFERENCED or unit == "whitebox" and cfg.reference) and epoch != 0 \
             and 0 in checkpoints:
         params["reference_model"] = {"backend": "local", "concurrency": 1,
-                                     "model": f"organism:{cfg.organism}:epoch0"}
-        if cfg.dtype != "float32":  # float32 units keep their keys
-            params["reference_model"]["dtype"] = cfg.dtype
+                                     "model": f"organism:{cfg.organism}:epoch0",
+                                     **dtype_key(cfg.dtype)}
     return "detect", params
 
 
@@ -362,8 +362,7 @@ def run_units(cfg: GroundTruthConfig, out: Path, *, progress: Progress | None = 
         raise ConfigError(f"bench groundtruth: organism {cfg.organism!r} has no epoch(s) "
                           f"{missing}; it has {all_epochs}")
     checkpoints = {e: organism_checkpoint(f"{cfg.organism}:epoch{e}") for e in all_epochs}
-    ids = {e: i | ({"dtype": cfg.dtype} if cfg.dtype != "float32" else {})
-           for e, i in checkpoint_ids(manifest).items()}
+    ids = {e: i | dtype_key(cfg.dtype) for e, i in checkpoint_ids(manifest).items()}
     out.mkdir(parents=True, exist_ok=True)
     files = sample_files(passages, out, cfg.extract_passages, cfg)
     tokens = int(manifest["config"]["passage_tokens"])

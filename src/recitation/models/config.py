@@ -53,6 +53,12 @@ def check_dtype(dtype: str) -> str:
     return dtype
 
 
+def dtype_key(dtype: str) -> dict[str, str]:
+    """What a model's identity adds for ``dtype``: nothing for float32 (the keys every cache
+    and saved unit were written under stay valid), else ``{"dtype": dtype}``."""
+    return {} if check_dtype(dtype) == "float32" else {"dtype": dtype}
+
+
 def backend_names() -> tuple[str, ...]:
     """Every registered backend name, in registry order (read at call time)."""
     return tuple(BACKEND_CLASSES)

@@ -65,7 +65,7 @@ from recitation.models.base import (
     TokenScores,
     Usage,
 )
-from recitation.models.config import check_dtype
+from recitation.models.config import check_dtype, dtype_key
 from recitation.models.rendezvous import batched
 from recitation.models.tokenizer import HFTokenizer, LazyTokenizer, Tokenizer, folder_fingerprint
 
@@ -262,8 +262,7 @@ class LocalModel(Model):
                 ident |= self._organism
             elif not self.gguf_file:
                 ident["digest"] = directory_digest(self.directory)
-            if self.dtype != "float32":  # float32 keys unchanged: existing caches stay valid
-                ident["dtype"] = self.dtype
+            ident |= dtype_key(self.dtype)
             self._identity = ident
         return dict(self._identity)
 
