@@ -18,19 +18,31 @@ def _first_stop(text: str, stops: tuple[str, ...]) -> int | None:
 
 def _pick(logits: torch.Tensor, req: GenerationRequest, gen: torch.Generator | None) -> int:
     """Next token for one row: greedy at temperature 0, else sampling with ``gen`` among the
-    ``top_k`` likeliest tokens (when set), then the nucleus ``top_p``."""
+    ``top_k`` likeliest tokens (when set), then the nucleus ``top_p``. Only the kept tokens
+    are normalised and drawn from (one uniform draw, the inverse of their CDF), so a top-k
+    step costs a ``topk``, not a pass over the whole vocabulary (profile in docs/benchmarks.md)."""
     if req.temperature == 0:
         return int(torch.argmax(logits).item())
-    probs = torch.softmax(logits / req.temperature, dim=-1)
-    if req.top_k is not None and req.top_k < probs.shape[-1]:  # the k likeliest only
-        cut = torch.topk(probs, req.top_k).values[-1]
-        probs = torch.where(probs >= cut, probs, torch.zeros_like(probs))
-        probs = probs / probs.sum()
+    scaled, ids = logits / req.temperature, None
+    if req.top_k is not None and req.top_k < scaled.shape[-1]:  # the k likeliest, sorted
+        scaled, ids = torch.topk(scaled, req.top_k)
+    scaled = scaled.double()
     if req.top_p < 1.0:
-        sorted_p, order = torch.sort(probs, descending=True)
-        keep = torch.cumsum(sorted_p, dim=-1) - sorted_p < req.top_p
-        probs = torch.zeros_like(probs).scatter(0, order[keep], sorted_p[keep])
-    return int(torch.multinomial(probs, 1, generator=gen).item())
+        if ids is None:
+            scaled, ids = torch.sort(scaled, descending=True)
+        p = torch.softmax(scaled, dim=-1)
+        keep = torch.cumsum(p, dim=-1) - p < req.top_p
+        scaled, ids = scaled[keep], ids[keep]
+    t = _draw(torch.softmax(scaled, dim=-1), gen)
+    return t if ids is None else int(ids[t].item())
+
+
+def _draw(probs: torch.Tensor, gen: torch.Generator | None) -> int:
+    """One index drawn from ``probs`` (float64, summing to 1) with one uniform number from
+    ``gen``: the first index whose cumulative probability exceeds it."""
+    cdf = torch.cumsum(probs, dim=-1)
+    u = torch.rand((), generator=gen, dtype=cdf.dtype) * cdf[-1]
+    return min(int(torch.searchsorted(cdf, u, right=True).item()), probs.shape[-1] - 1)
 
 
 @functools.cache
