@@ -25,7 +25,7 @@ def _pick(logits: torch.Tensor, req: GenerationRequest, gen: torch.Generator | N
         return int(torch.argmax(logits).item())
     scaled, ids = logits / req.temperature, None
     if req.top_k is not None and req.top_k < scaled.shape[-1]:  # the k likeliest, sorted
-        scaled, ids = torch.topk(scaled, req.top_k)
+        scaled, ids = _top(scaled, req.top_k)
     scaled = scaled.double()
     if req.top_p < 1.0:
         if ids is None:
@@ -35,6 +35,14 @@ def _pick(logits: torch.Tensor, req: GenerationRequest, gen: torch.Generator | N
         scaled, ids = scaled[keep], ids[keep]
     t = _draw(torch.softmax(scaled, dim=-1), gen)
     return t if ids is None else int(ids[t].item())
+
+
+def _top(scaled: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The tokens at least as likely as the k-th, likeliest first: ties at the cut are kept,
+    as transformers' ``TopKLogitsWarper`` keeps them (frequent in bfloat16 logits)."""
+    vals, ids = torch.topk(scaled, k)
+    tied = int((scaled >= vals[-1]).sum().item())
+    return torch.topk(scaled, tied) if tied > k else (vals, ids)
 
 
 def _draw(probs: torch.Tensor, gen: torch.Generator | None) -> int:
