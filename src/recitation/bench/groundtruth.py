@@ -129,7 +129,7 @@ LOWFPR = GroundTruthConfig(
     organism="lowfpr", epochs=(1,),
     units=("whitebox", "recall", "dcpdd", "ezmia", "camia", "neighbourhood", "samia", "pearl"),
     pearl_epochs=(1,), pearl_max_intensity=3, subsample_members=100,
-    subsample_nonmembers=400, n_bootstrap=200, cache=True, generation_batch_size=64)
+    subsample_nonmembers=400, n_bootstrap=200, cache=True, generation_batch_size=128)
 """The low-FPR benchmark (issue 31) on the ``lowfpr`` organism: every score-based detector
 on all 1,500 passages, the generating ones and the neighbourhood attack (25 scorings per
 text) on 200 members (100 per dose) and 400 non-members."""
