@@ -136,10 +136,10 @@ def test_stratified_subsample_and_the_units_that_use_it(tmp_path: Any) -> None:
     assert unit_epochs("ezmia", cfg, [0, 1]) == [1] and unit_epochs("camia", cfg, [0, 1]) == [0, 1]
     from recitation.bench.groundtruth import GroundTruthConfig, unit_batch_size
 
-    # the generating units decode 64 rows at once; scoring units keep the default batch
-    # (so their saved outcomes' keys do not change)
+    # the generating units decode 128 rows at once (docs/groundtruth-results.md: faster than
+    # 64); scoring units keep the default batch (so their saved outcomes' keys do not change)
     assert [unit_batch_size(u, cfg) for u in ("samia", "pearl", "whitebox", "camia")] == [
-        64, 64, 16, 16]
+        128, 128, 16, 16]
     assert unit_batch_size("samia", GroundTruthConfig()) == 16
 
 
