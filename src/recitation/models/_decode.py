@@ -26,14 +26,13 @@ def _pick(logits: torch.Tensor, req: GenerationRequest, gen: torch.Generator | N
     scaled, ids = logits / req.temperature, None
     if req.top_k is not None and req.top_k < scaled.shape[-1]:  # the k likeliest, sorted
         scaled, ids = _top(scaled, req.top_k)
-    scaled = scaled.double()
-    if req.top_p < 1.0:
+    probs = torch.softmax(scaled.double(), dim=-1)
+    if req.top_p < 1.0:  # the nucleus: tokens whose likelier ones hold less than top_p
         if ids is None:
-            scaled, ids = torch.sort(scaled, descending=True)
-        p = torch.softmax(scaled, dim=-1)
-        keep = torch.cumsum(p, dim=-1) - p < req.top_p
-        scaled, ids = scaled[keep], ids[keep]
-    t = _draw(torch.softmax(scaled, dim=-1), gen)
+            probs, ids = torch.sort(probs, descending=True)
+        keep = torch.cumsum(probs, dim=-1) - probs < req.top_p
+        probs, ids = probs[keep], ids[keep]
+    t = _draw(probs, gen)
     return t if ids is None else int(ids[t].item())
 
 
@@ -46,8 +45,9 @@ def _top(scaled: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _draw(probs: torch.Tensor, gen: torch.Generator | None) -> int:
-    """One index drawn from ``probs`` (float64, summing to 1) with one uniform number from
-    ``gen``: the first index whose cumulative probability exceeds it."""
+    """One index drawn from ``probs`` (float64; their sum need not be 1: a nucleus is not
+    renormalised) with one uniform number from ``gen`` scaled to that sum: the first index
+    whose cumulative probability exceeds it."""
     cdf = torch.cumsum(probs, dim=-1)
     u = torch.rand((), generator=gen, dtype=cdf.dtype) * cdf[-1]
     return min(int(torch.searchsorted(cdf, u, right=True).item()), probs.shape[-1] - 1)
