@@ -1,4 +1,11 @@
-"""Batched decoding and scoring loops for the local backend (torch only here)."""
+"""Batched decoding and scoring loops for the local backend (torch only here).
+
+Every tensor is made on the model's device (CPU or CUDA); a decoding step's logits are
+brought to the CPU, where each row's token is picked with its own seeded generator, so a
+seed draws the same way on every device. Per-position statistics over the vocabulary
+(log p of each token, its rank, the mean, spread and maximum of log p) are taken
+:data:`STATS_ELEMENTS` logits at a time (:func:`position_stats`), so their memory does not
+grow with vocabulary x batch x length."""
 
 from __future__ import annotations
 
@@ -9,6 +16,16 @@ from typing import Any
 import torch
 
 from recitation.models.base import Generation, GenerationRequest, TokenScores, Usage
+from recitation.models.device import split_on_oom
+
+STATS_ELEMENTS = 1 << 24
+"""Logits (positions x vocabulary) turned into float32 log-probabilities at a time: 64 MB;
+a 49k vocabulary gives 341 positions a chunk, a 128k one 128."""
+
+
+def _device(model: Any) -> torch.device:
+    dev = getattr(model, "device", None)
+    return dev if isinstance(dev, torch.device) else next(model.parameters()).device
 
 
 def _first_stop(text: str, stops: tuple[str, ...]) -> int | None:
@@ -132,7 +149,8 @@ def decode_batch(model: Any, tok: Any, stop_ids: set[int], prompts: list[str],
     # Plain prompts get the tokenizer's BOS (if it adds one); chat prompts are rendered by
     # the chat template, which already holds every special token.
     enc = _encode(tok, prompts, [not r.is_chat for r in requests])
-    ids, mask = enc["input_ids"], enc["attention_mask"]
+    dev = _device(model)
+    ids, mask = enc["input_ids"].to(dev), enc["attention_mask"].to(dev)
     n = len(prompts)
     gens: list[torch.Generator | None] = []
     for r in requests:
@@ -149,10 +167,10 @@ def decode_batch(model: Any, tok: Any, stop_ids: set[int], prompts: list[str],
             break
         res = _forward(model, step_ids, mask, past)
         past = _cache_of(res)
-        logits = res.logits[:, -1, :].float()
+        logits = res.logits[:, -1, :].float().cpu()  # picked on the CPU: seeds draw alike
         nxt = st.step(logits, torch.log_softmax(logits, dim=-1), tok, stop_ids, gens)
-        step_ids = torch.tensor(nxt, dtype=ids.dtype).unsqueeze(1)
-        mask = torch.cat([mask, torch.ones((n, 1), dtype=mask.dtype)], dim=1)
+        step_ids = torch.tensor(nxt, dtype=ids.dtype, device=dev).unsqueeze(1)
+        mask = torch.cat([mask, torch.ones((n, 1), dtype=mask.dtype, device=dev)], dim=1)
     out_ids, out_lp, finish = st.out_ids, st.out_lp, st.finish
     results = []
     for i, r in enumerate(requests):
@@ -174,22 +192,38 @@ def score_texts(model: Any, tok: Any, texts: list[str]) -> list[TokenScores]:
 
     Texts get the tokenizer's special tokens (a BOS where the tokenizer adds one, e.g. Gemma;
     none for SmolLM2), so the first real token is scored in context. The vocabulary
-    statistics are computed one row at a time to bound memory for large vocabularies."""
+    statistics are computed one row, and :data:`STATS_ELEMENTS` logits, at a time
+    (:func:`position_stats`) to bound memory for large vocabularies."""
     enc = _encode(tok, texts, [True] * len(texts))
-    ids, mask = enc["input_ids"], enc["attention_mask"]
+    dev = _device(model)
+    ids, mask = enc["input_ids"].to(dev), enc["attention_mask"].to(dev)
     pos = (mask.long().cumsum(-1) - 1).clamp(min=0)
     logits = model(input_ids=ids, attention_mask=mask, position_ids=pos).logits
     out = []
     for i in range(len(texts)):
         k = int(mask[i].sum())
         row_ids = ids[i, ids.shape[1] - k:]  # left padding: the real tokens are the last k
-        logp = torch.log_softmax(logits[i, ids.shape[1] - k : -1].float(), dim=-1)
-        tok_lp = logp.gather(-1, row_ids[1:].unsqueeze(-1)).squeeze(-1)
-        mu, sigma, top = _stats(logp)
-        rank = _rank(logp, tok_lp)
-        del logp
-        out.append(_row_scores(tok, row_ids.tolist(), tok_lp, (mu, sigma, top, rank)))
+        tok_lp, *stats = position_stats(logits[i, ids.shape[1] - k : -1], row_ids[1:])
+        out.append(_row_scores(tok, row_ids.tolist(), tok_lp, tuple(stats)))
     return out
+
+
+def position_stats(logits: torch.Tensor, gold: torch.Tensor,
+                   elements: int | None = None) -> tuple[torch.Tensor, ...]:
+    """Per position of ``logits`` ([n, V], any float type): log p of the ``gold`` token, the
+    vocabulary mean and standard deviation of log p, its maximum, and the gold token's rank;
+    computed in float32 on chunks of positions holding at most ``elements`` logits
+    (:data:`STATS_ELEMENTS`), so the float32 copies never outgrow one chunk. The same numbers
+    as one pass over all positions (each position is its own reduction)."""
+    n, vocab = logits.shape
+    step = max(1, (elements or STATS_ELEMENTS) // max(vocab, 1))
+    parts = []
+    for a in range(0, max(n, 1), step):
+        logp = torch.log_softmax(logits[a:a + step].float(), dim=-1)
+        lp = logp.gather(-1, gold[a:a + step].unsqueeze(-1)).squeeze(-1)
+        parts.append((lp, *_stats(logp), _rank(logp, lp)))
+        del logp
+    return tuple(torch.cat(cols) for cols in zip(*parts, strict=True))
 
 
 def _row_scores(tok: Any, row_ids: list[int], tok_lp: torch.Tensor,
@@ -234,38 +268,56 @@ def score_shared_prefix(model: Any, tok: Any, rows: list[list[int]], prefix: int
     """:func:`score_texts` for token rows that share their first ``prefix`` tokens (every row
     longer than that): the prefix is run once and its KV cache reused for each batch of
     suffixes (right-padded; causal attention keeps pads out of every real position). The
-    same numbers as scoring each whole text, up to floating-point rounding."""
+    same numbers as scoring each whole text, up to floating-point rounding. A batch of
+    suffixes that runs out of memory is scored in halves."""
+    dev = _device(model)
+    res = model(input_ids=torch.tensor([rows[0][:prefix]], device=dev), use_cache=True)
+    head = position_stats(res.logits[0, : prefix - 1],
+                          torch.tensor(rows[0][1:prefix], device=dev))
+    last = torch.log_softmax(res.logits[0, prefix - 1 :].float(), dim=-1)  # [1, V]
+    shared = _Prefix(res, head, last, _stats(last))
+    out: list[TokenScores] = []
+    for b in range(0, len(rows), batch_size):
+        out += split_on_oom(lambda chunk: _score_suffixes(model, tok, shared, chunk, prefix),
+                            rows[b:b + batch_size])
+    return out
+
+
+class _Prefix:
+    """A shared prefix's forward pass and statistics: those of its positions but the last
+    (``head``: log p, mean, std, top, rank), and its last position's log p (``last``) and
+    statistics, which score each suffix's first token."""
+
+    def __init__(self, res: Any, head: tuple[torch.Tensor, ...], last: torch.Tensor,
+                 last_stats: tuple[torch.Tensor, ...]) -> None:
+        self.res, self.head, self.last, self.last_stats = res, head, last, last_stats
+
+
+def _score_suffixes(model: Any, tok: Any, pre: _Prefix, chunk: list[list[int]],
+                    prefix: int) -> list[TokenScores]:
     import copy
 
-    res = model(input_ids=torch.tensor([rows[0][:prefix]]), use_cache=True)
-    pre_logp = torch.log_softmax(res.logits[0].float(), dim=-1)  # [prefix, V]
-    pre_mu, pre_sigma, pre_top = _stats(pre_logp)
-    pre_lp = pre_logp[:-1].gather(-1, torch.tensor(rows[0][1:prefix]).unsqueeze(-1)).squeeze(-1)
-    pre_rank = _rank(pre_logp[:-1], pre_lp)
-    out: list[TokenScores] = []
+    dev = _device(model)
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
-    for b in range(0, len(rows), batch_size):
-        chunk = rows[b:b + batch_size]
-        sufs = [r[prefix:] for r in chunk]
-        width = max(len(s) for s in sufs)
-        ids = torch.tensor([s + [pad] * (width - len(s)) for s in sufs])
-        mask = torch.cat([torch.ones((len(sufs), prefix), dtype=torch.long),
-                          torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in sufs])],
-                         dim=1)
-        past = copy.deepcopy(_cache_of(res))
-        past.batch_repeat_interleave(len(sufs))
-        pos = torch.arange(prefix, prefix + width).unsqueeze(0).expand(len(sufs), -1)
-        logits = model(input_ids=ids, attention_mask=mask, position_ids=pos,
-                       use_cache=True, **_cache_arg(model, past)).logits
-        for i, s in enumerate(sufs):
-            logp = torch.log_softmax(logits[i, : len(s) - 1].float(), dim=-1)
-            mu, sigma, top = _stats(logp)
-            first = pre_logp[-1, s[0]].reshape(1)
-            rest = logp.gather(-1, torch.tensor(s[1:], dtype=torch.long).unsqueeze(-1)).squeeze(-1)
-            rank = torch.cat([pre_rank, _rank(pre_logp[-1:], first), _rank(logp, rest)])
-            out.append(_row_scores(tok, chunk[i], torch.cat([pre_lp, first, rest]), (
-                torch.cat([pre_mu, mu]), torch.cat([pre_sigma, sigma]),
-                torch.cat([pre_top, top]), rank)))
+    sufs = [r[prefix:] for r in chunk]
+    width = max(len(s) for s in sufs)
+    ids = torch.tensor([s + [pad] * (width - len(s)) for s in sufs], device=dev)
+    mask = torch.cat([torch.ones((len(sufs), prefix), dtype=torch.long),
+                      torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in sufs])],
+                     dim=1).to(dev)
+    past = copy.deepcopy(_cache_of(pre.res))
+    past.batch_repeat_interleave(len(sufs))
+    pos = torch.arange(prefix, prefix + width, device=dev).unsqueeze(0).expand(len(sufs), -1)
+    logits = model(input_ids=ids, attention_mask=mask, position_ids=pos,
+                   use_cache=True, **_cache_arg(model, past)).logits
+    out = []
+    for i, s in enumerate(sufs):
+        rest = position_stats(logits[i, : len(s) - 1],
+                              torch.tensor(s[1:], dtype=torch.long, device=dev))
+        first = pre.last[0, s[0]].reshape(1)
+        parts = zip((first, *pre.last_stats, _rank(pre.last, first)), rest, strict=True)
+        cols = [torch.cat([h, f, r]) for h, (f, r) in zip(pre.head, parts, strict=True)]
+        out.append(_row_scores(tok, chunk[i], cols[0], tuple(cols[1:])))
     return out
 
 
@@ -273,14 +325,44 @@ MIN_SHARED_PREFIX = 16
 """Texts sharing at least this many leading tokens are scored with one prefix pass."""
 
 
-def score_many(model: Any, tok: Any, texts: list[str], batch_size: int) -> list[TokenScores]:
-    """Score ``texts`` in batches; consecutive texts that share a prefix of at least
-    :data:`MIN_SHARED_PREFIX` tokens (candidate answers after one passage) share one
-    prefix pass (:func:`score_shared_prefix`)."""
+def score_many(model: Any, tok: Any, texts: list[str], batch_size: int, *,
+               token_budget: int | None = None) -> list[TokenScores]:
+    """Score ``texts`` in batches of at most ``batch_size``; consecutive texts that share a
+    prefix of at least :data:`MIN_SHARED_PREFIX` tokens (candidate answers after one passage)
+    share one prefix pass (:func:`score_shared_prefix`). With a ``token_budget`` (a GPU's)
+    the other texts are taken longest first and a batch holds at most that many tokens
+    (texts x padded length). A batch that runs out of memory is scored in halves, and later
+    batches are kept at most half its size."""
     rows = [tok(t, add_special_tokens=True)["input_ids"] for t in texts]
     out: list[TokenScores | None] = [None] * len(texts)
     alone: list[int] = []
-    i = 0
+    for i, j, prefix in _prefix_groups(rows):
+        if j - i >= 2 and prefix >= MIN_SHARED_PREFIX:
+            out[i:j] = score_shared_prefix(model, tok, rows[i:j], prefix, batch_size)
+        else:
+            alone.extend(range(i, j))
+    if token_budget is not None:
+        alone.sort(key=lambda x: -len(rows[x]))
+    cap = [batch_size]
+
+    def lower(failed: int) -> None:
+        cap[0] = max(1, min(cap[0], failed // 2))
+
+    def run(idx: list[int]) -> list[TokenScores]:
+        return score_texts(model, tok, [texts[x] for x in idx])
+
+    while alone:
+        take = _batch_len([len(rows[x]) for x in alone[: cap[0]]], token_budget)
+        idx, alone = alone[:take], alone[take:]
+        for k, s in zip(idx, split_on_oom(run, idx, lower), strict=True):
+            out[k] = s
+    return [s for s in out if s is not None]
+
+
+def _prefix_groups(rows: list[list[int]]) -> list[tuple[int, int, int]]:
+    """Runs ``rows[i:j]`` of consecutive rows sharing at least :data:`MIN_SHARED_PREFIX`
+    leading tokens, with the prefix they can share (each row keeps a token after it)."""
+    groups, i = [], 0
     while i < len(rows):
         j, shared = i + 1, len(rows[i])
         while j < len(rows):
@@ -288,15 +370,20 @@ def score_many(model: Any, tok: Any, texts: list[str], batch_size: int) -> list[
             if k < MIN_SHARED_PREFIX:
                 break
             shared, j = k, j + 1
-        group = rows[i:j]
-        prefix = min(shared, min(len(r) for r in group) - 1)
-        if j - i >= 2 and prefix >= MIN_SHARED_PREFIX:
-            out[i:j] = score_shared_prefix(model, tok, group, prefix, batch_size)
-        else:
-            alone.extend(range(i, j))
+        groups.append((i, j, min(shared, min(len(r) for r in rows[i:j]) - 1)))
         i = j
-    for b in range(0, len(alone), batch_size):
-        idx = alone[b:b + batch_size]
-        for k, s in zip(idx, score_texts(model, tok, [texts[x] for x in idx]), strict=True):
-            out[k] = s
-    return [s for s in out if s is not None]
+    return groups
+
+
+def _batch_len(lengths: list[int], token_budget: int | None) -> int:
+    """How many of ``lengths`` (in order) go in the next batch: all of them, or under a
+    ``token_budget`` as many as keep texts x longest length within it (at least one)."""
+    if token_budget is None:
+        return len(lengths)
+    n, longest = 0, 0
+    for length in lengths:
+        longest = max(longest, length)
+        if n and (n + 1) * longest > token_budget:
+            break
+        n += 1
+    return n

@@ -4,13 +4,18 @@ Every command names a model the same way (``recitation extract --target``, ``--h
 ``--judge``; ``recitation detect --model`` and ``--reference-model``; ``recitation demo
 --model``)::
 
-    backend:model[@base_url]
+    backend:model[@base_url]      (an API backend)
+    [local:]model[@device]         (a local model: device auto | cpu | cuda | cuda:N)
 
 - ``backend`` is a name of the backend registry :data:`BACKEND_CLASSES` (``local``,
   ``openai``, ``anthropic``, ``scripted``, and any backend added there);
 - a bare name or a path (``smollm2``, ``./my-model``, ``C:\\models\\x.gguf``) means local;
 - ``@base_url`` points an API backend at an OpenAI- or Anthropic-compatible endpoint, e.g.
-  ``openai:llama3@http://localhost:8000/v1``.
+  ``openai:llama3@http://localhost:8000/v1``;
+- ``@device`` runs a local model on that device (``smollm2@cuda:1``,
+  ``organism:quick:epoch2@cpu``; :mod:`recitation.models.device`): only a suffix spelt as a
+  device is one, so a path holding ``@`` (``/cache/org@rev/model``) is still a path. Where
+  it is left out the config's ``device`` applies (``auto``, or a command's ``--device``).
 
 :func:`parse_model_spec` is the only parser of that grammar. The model config lives here, with
 the models, so that ``recitation.models`` needs nothing from ``recitation.runs``.
@@ -26,6 +31,7 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from recitation.errors import ConfigError
+from recitation.models.device import DEVICE_FORMS, check_device, is_cuda, is_device
 
 BACKEND_CLASSES: dict[str, str] = {
     "local": "recitation.models.local:LocalModel",
@@ -46,11 +52,26 @@ with AVX-512 BF16; log-probabilities taken in float32 from the bfloat16 logits;
 docs/benchmarks.md)."""
 
 
-def check_dtype(dtype: str) -> str:
-    """``dtype`` when the local backend has it, else a ConfigError naming the choices."""
-    if dtype not in LOCAL_DTYPES:
-        raise ConfigError(f"dtype '{dtype}' is not one of {', '.join(LOCAL_DTYPES)}")
+DTYPE_CHOICES = ("auto", *LOCAL_DTYPES)
+"""What a config or ``--dtype`` may say: ``auto`` is float32 on the CPU (the dtype of every
+published CPU figure) and bfloat16 on a GPU (:func:`resolve_dtype`)."""
+
+
+def check_dtype(dtype: str, *, auto: bool = False) -> str:
+    """``dtype`` when the local backend has it (``auto`` too where ``auto``), else a
+    ConfigError naming the choices."""
+    if dtype not in (DTYPE_CHOICES if auto else LOCAL_DTYPES):
+        also = " (or auto: float32 on the CPU, bfloat16 on a GPU)" if auto else ""
+        raise ConfigError(f"dtype '{dtype}' is not one of {', '.join(LOCAL_DTYPES)}{also}")
     return dtype
+
+
+def resolve_dtype(dtype: str, device: str) -> str:
+    """``auto`` on a resolved ``device``: bfloat16 on CUDA, float32 on the CPU; else
+    ``dtype`` (checked)."""
+    if check_dtype(dtype, auto=True) != "auto":
+        return dtype
+    return "bfloat16" if is_cuda(device) else "float32"
 
 
 def dtype_key(dtype: str) -> dict[str, str]:
@@ -94,7 +115,8 @@ class ModelConfig(BaseModel):
     tokens_per_minute: float | None = Field(None, gt=0)
     max_attempts: int = Field(4, ge=1)
     retry_base_delay: float = Field(0.5, ge=0)
-    dtype: str = "float32"  # the local backend's weights (LOCAL_DTYPES); others take float32
+    dtype: str = "auto"  # the local backend's weights (DTYPE_CHOICES); others take the server's
+    device: str = "auto"  # where a local model runs (models.device.DEVICE_FORMS)
 
     @field_validator("backend")
     @classmethod
@@ -107,12 +129,17 @@ class ModelConfig(BaseModel):
     @model_validator(mode="after")
     def _dtype(self) -> ModelConfig:
         try:
-            check_dtype(self.dtype)
+            check_dtype(self.dtype, auto=True)
+            check_device(self.device)
         except ConfigError as e:
             raise ValueError(str(e)) from None
-        if self.dtype != "float32" and self.backend != "local":
+        if self.dtype not in ("auto", "float32") and self.backend != "local":
             raise ValueError(f"dtype '{self.dtype}' is for the local backend only (a served "
                              f"model's precision is the server's): drop dtype for "
+                             f"'{self.backend}'")
+        if self.device != "auto" and self.backend != "local":
+            raise ValueError(f"device '{self.device}' is for the local backend only (a served "
+                             f"model runs where its server put it): drop device for "
                              f"'{self.backend}'")
         return self
 
@@ -131,7 +158,35 @@ class ModelConfig(BaseModel):
 
 def spec_help() -> str:
     return ("backend:model[@url], backend one of " + ", ".join(BACKEND_CLASSES)
-            + "; a bare name or path is a local model")
+            + f"; a bare name or path is a local model, [local:]model[@device] with device "
+              f"one of {DEVICE_FORMS}")
+
+
+def split_device(model: str) -> tuple[str, str | None]:
+    """A local model's name and the device its spec names (``smollm2@cuda:1`` ->
+    ``("smollm2", "cuda:1")``); a suffix not spelt as a device is part of the name."""
+    name, at, device = model.rpartition("@")
+    return (name, device) if at and name and is_device(device) else (model, None)
+
+
+def with_device(spec: str, device: str | None) -> str:
+    """``spec`` run on ``device`` (a command's ``--device``): a local spec without a device
+    gets ``@device``; one that names another device is an error; so is a device other than
+    ``auto`` for an API model (its server decides where it runs). ``None`` leaves the spec as
+    it is."""
+    if device is None:
+        return spec
+    check_device(device)
+    if parse_model_spec(spec)["backend"] != "local":
+        if device != "auto":
+            raise ConfigError(f"--device {device} is for local models; '{spec}' runs where "
+                              f"its server put it: drop --device")
+        return spec
+    named = split_device(spec)[1]
+    if named is not None and named != device:
+        raise ConfigError(f"model '{spec}' names device '{named}' but --device says "
+                          f"'{device}'; give the device once")
+    return spec if named is not None else f"{spec}@{device}"
 
 
 def parse_model_spec(spec: str, key_env: str | None = None) -> dict[str, Any]:
@@ -144,6 +199,9 @@ def parse_model_spec(spec: str, key_env: str | None = None) -> dict[str, Any]:
     if not sep or backend not in BACKEND_CLASSES:
         backend, rest = "local", spec
     model, at, base_url = rest.partition("@") if backend != "local" else (rest, "", "")
+    device = None
+    if backend == "local":
+        model, device = split_device(model)
     if not model:
         raise ConfigError(f"model spec '{spec}': no model name ({spec_help()})")
     if at and not base_url:
@@ -153,6 +211,8 @@ def parse_model_spec(spec: str, key_env: str | None = None) -> dict[str, Any]:
         cfg["base_url"] = base_url
     if key_env:
         cfg["api_key_env"] = key_env
+    if device is not None:
+        cfg["device"] = device
     if backend == "local":
         cfg |= {"concurrency": 1, "batch_size": 8}
     return cfg

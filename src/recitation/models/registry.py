@@ -24,7 +24,7 @@ __all__ = ["BACKEND_CLASSES", "backend_class", "backend_for", "backend_names", "
            "capabilities_of", "shared_backends"]
 
 _BACKEND_FIELDS = {"backend", "model", "base_url", "api_key_env", "timeout", "concurrency",
-                   "dtype"}
+                   "dtype", "device"}
 """The config fields a backend object depends on (the others configure the managed wrapper:
 batches, rate limits, retries)."""
 
@@ -52,10 +52,23 @@ def build_backend(cfg: ModelConfig) -> Model:
     pool = _POOL.get()
     if pool is None:
         return backend_class(cfg.backend).from_config(cfg)
-    key = cfg.model_dump_json(include=_BACKEND_FIELDS)
+    key = _resolved(cfg).model_dump_json(include=_BACKEND_FIELDS)
     if key not in pool:
         pool[key] = backend_class(cfg.backend).from_config(cfg)
     return pool[key]
+
+
+def _resolved(cfg: ModelConfig) -> ModelConfig:
+    """A local config with its ``auto`` device and dtype resolved (``auto`` and what it
+    resolves to are one backend)."""
+    if cfg.backend != "local":
+        return cfg
+    from recitation.models.config import resolve_dtype
+    from recitation.models.device import resolve_device
+
+    device = resolve_device(cfg.device)
+    return cfg.model_copy(update={"device": device,
+                                  "dtype": resolve_dtype(cfg.dtype, device)})
 
 
 def backend_for(spec: str) -> Model:

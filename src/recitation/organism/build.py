@@ -194,8 +194,11 @@ def _build_into(folder: Path, cfg: OrganismConfig, novels: Any, meta: dict[str, 
     from recitation.models.local import LocalModel
 
     t0 = time.perf_counter()
-    loaded = LocalModel(cfg.base, threads=cfg.threads).load_private()
+    base = LocalModel(cfg.base, threads=cfg.threads, dtype="float32", device=cfg.device)
+    loaded = base.load_private()
     model, tok = loaded.model, loaded.tokenizer
+    meta = meta | {"device": base.device, "dtype": "float32",
+                   "autocast": train.autocast_name(base.device)}
 
     def offsets(text: str) -> Sequence[tuple[int, int]]:
         return token_offsets(tok, text)

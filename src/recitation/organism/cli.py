@@ -68,6 +68,9 @@ def _add_build_options(p: argparse.ArgumentParser) -> None:
                    help="torch threads while training (default 2; part of the fingerprint)")
     p.add_argument("--lora", action="store_true", help="LoRA adapters instead of full "
                    "fine-tuning (needs peft: pip install 'recitation[organism]')")
+    p.add_argument("--device", default=None, help="where it trains: auto (default: the "
+                   "first CUDA GPU torch sees, else the CPU), cpu, cuda, cuda:N; on a GPU "
+                   "with bfloat16 autocast (the manifest records device and dtype)")
     p.add_argument("--force", action="store_true", help="rebuild even when up to date")
 
 
@@ -82,7 +85,7 @@ def cmd_build(args: argparse.Namespace) -> int:
                       members_per_dose=args.members_per_dose, nonmembers=args.nonmembers,
                       passage_tokens=args.passage_tokens, learning_rate=args.learning_rate,
                       batch_size=args.batch_size, threads=args.threads,
-                      lora=args.lora or None)
+                      lora=args.lora or None, device=args.device)
     console.print(f"organism {cfg.name}: {cfg.members} members ({cfg.members_per_dose} at "
                   f"each dose {list(cfg.doses)}), {cfg.n_nonmembers} non-members, "
                   f"{cfg.passage_tokens}-token passages, split by {cfg.split}, "

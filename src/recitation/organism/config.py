@@ -56,6 +56,18 @@ class OrganismConfig(BaseModel):
     threads: int = Field(2, ge=1, description="torch threads while training (the reduction "
                          "order, hence the last bits of the weights, may depend on it)")
     base: str = "smollm2"
+    device: str = Field("auto", description="where it trains (auto, cpu, cuda, cuda:N); "
+                        "on CUDA with bfloat16 autocast")
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, v: str) -> str:
+        from recitation.models.device import check_device
+
+        try:
+            return check_device(v)
+        except ConfigError as e:
+            raise ValueError(str(e)) from None
 
     @field_validator("name")
     @classmethod
@@ -78,8 +90,13 @@ class OrganismConfig(BaseModel):
         return self.nonmembers if self.nonmembers is not None else self.members
 
     def fingerprint_fields(self) -> dict[str, Any]:
-        """Every field that changes the weights (not ``name``, not ``data_dir``)."""
-        return self.model_dump(mode="json", exclude={"name", "data_dir"})
+        """Every field that changes the weights (not ``name``, not ``data_dir``); the device
+        only where it is a GPU (bfloat16 autocast): a CPU build keeps the fingerprint it
+        had before devices existed."""
+        from recitation.models.device import is_cuda, resolve_device
+
+        fields = self.model_dump(mode="json", exclude={"name", "data_dir", "device"})
+        return fields | ({"device": "cuda"} if is_cuda(resolve_device(self.device)) else {})
 
     def resolved_data_dir(self) -> Path:
         """The PDNC folder: ``data_dir``, else ``$RECITATION_DATA/pdnc``, else

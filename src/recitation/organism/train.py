@@ -1,4 +1,8 @@
-"""Fine-tuning the base model on the members, deterministically, on the CPU.
+"""Fine-tuning the base model on the members, deterministically, on the CPU or a GPU.
+
+On a CUDA device the weights and the optimizer stay in float32 and the forward pass runs
+under bfloat16 autocast (:func:`precision`); on the CPU, float32 throughout (every published
+organism).
 
 Full fine-tuning with AdamW at a constant learning rate (LoRA through ``peft`` as an
 option). Determinism: ``torch.manual_seed``, ``torch.use_deterministic_algorithms``, a fixed
@@ -11,9 +15,10 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 import warnings
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +37,8 @@ def deterministic(seed: int, threads: int) -> Iterator[None]:
     import torch
 
     before = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled())
+    # cuBLAS is deterministic only with a fixed workspace (torch raises without one)
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.manual_seed(seed)
     torch.set_num_threads(threads)
     torch.use_deterministic_algorithms(True)
@@ -72,17 +79,36 @@ def encode_batch(tok: Any, texts: Sequence[str]) -> dict[str, Any]:
     return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 
 
+def precision(device: Any) -> AbstractContextManager[Any]:
+    """The forward pass's precision on ``device`` (a torch device): bfloat16 autocast on
+    CUDA, nothing on the CPU."""
+    import torch
+
+    if device.type == "cuda":
+        return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+    return nullcontext()
+
+
+def autocast_name(device: str) -> str | None:
+    """What :func:`precision` autocasts to on ``device`` (a resolved name), for the
+    manifest."""
+    return "bfloat16" if device.startswith("cuda") else None
+
+
 def train_epoch(model: Any, optimizer: Any, tok: Any, passages: Sequence[Passage], *,
                 seed: int, epoch: int, batch_size: int) -> float:
     """One pass over the dosed members; returns the mean training loss per token."""
     import torch
 
     order = training_order(passages, seed, epoch)
+    device = next(model.parameters()).device
     model.train()
     total, count = 0.0, 0
     for b in range(0, len(order), batch_size):
         batch = encode_batch(tok, [passages[i].text for i in order[b : b + batch_size]])
-        loss = model(**batch).loss
+        batch = {k: v.to(device) for k, v in batch.items()}
+        with precision(device):
+            loss = model(**batch).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), MAX_GRAD_NORM)
         optimizer.step()
