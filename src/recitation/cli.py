@@ -185,9 +185,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    from recitation.models.config import apply_device
     from recitation.models.registry import shared_backends
 
     try:
+        apply_device(args)  # --device into every local model spec
         with shared_backends():  # one backend per model config for the whole command
             code: int = args.func(args)
         return code

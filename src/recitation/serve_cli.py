@@ -40,6 +40,9 @@ def add_serve_parser(subparsers: argparse._SubParsersAction) -> None:  # type: i
                    help="allow --host to be a non-loopback address: anyone who can reach it "
                    "may use the model (no API key is checked)")
     p.add_argument("--port", type=int, default=8000, help="port (0: any free port)")
+    from recitation.models.config import add_device_option
+
+    add_device_option(p)
     p.add_argument(
         "--threads", type=int, default=None, help="CPU threads for the local model (default: all)"
     )
@@ -59,7 +62,8 @@ def serve_command(args: argparse.Namespace) -> int:
     if cfg["backend"] != "local":
         raise ConfigError(f"serve --model '{args.model}': only local models can be served "
                           f"(backend '{cfg['backend']}' is already an API); use local:NAME")
-    model = LocalModel(cfg["model"], threads=getattr(args, "threads", None))
+    model = LocalModel(cfg["model"], threads=getattr(args, "threads", None),
+                       device=cfg.get("device", "auto"))
     if args.host not in LOOPBACK:
         log.warning("serving on %s: the server checks no API key", args.host)
     try:

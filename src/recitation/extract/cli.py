@@ -20,7 +20,7 @@ from typing import Any
 
 from recitation.errors import ConfigError
 from recitation.methods import check_family, names
-from recitation.models.config import parse_model_spec
+from recitation.models.config import add_device_option, parse_model_spec
 
 __all__ = ["add_extract_parser", "build_params", "export_run", "parse_model_spec",
            "request_timeout_for"]
@@ -185,6 +185,7 @@ def add_extract_parser(subparsers: Any) -> None:
     p.add_argument("--book", type=Path, help="EchoTrace JSON, plain text or LaTeX file")
     p.add_argument("--target", metavar="SPEC", help="the audited model, backend:model[@url] "
                    "(e.g. smollm2, openai:gpt-4.1, openai:llama3@http://localhost:8000/v1)")
+    add_device_option(p)
     p.add_argument("--helper", metavar="SPEC",
                    help="feedback and summary agent model (default: the target)")
     p.add_argument("--judge", metavar="SPEC", help="verifier model (default: the helper)")

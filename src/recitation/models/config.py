@@ -169,6 +169,48 @@ def split_device(model: str) -> tuple[str, str | None]:
     return (name, device) if at and name and is_device(device) else (model, None)
 
 
+DEVICE_HELP = ("where local models run: auto (the default: the first CUDA GPU torch sees, "
+               "else the CPU), cpu, cuda, cuda:N; the same as MODEL@DEVICE in a model spec. "
+               "On a GPU a local model computes in bfloat16 unless its dtype says otherwise")
+
+MODEL_ARGUMENTS = ("model", "target", "helper", "judge", "reference_model", "null_model")
+"""The command-line options that name a model; ``--device`` applies to the local ones."""
+
+
+def add_device_option(parser: Any) -> None:
+    """``--device`` on a command that takes local models (:func:`apply_device`)."""
+    parser.add_argument("--device", default=None, metavar="DEVICE", help=DEVICE_HELP)
+
+
+def apply_device(args: Any, default_model: str = "smollm2") -> None:
+    """A command's ``--device`` written into each local model spec among its options
+    (:data:`MODEL_ARGUMENTS`; an empty ``--model`` list means ``default_model``), so the
+    device travels with the spec (to Ray workers and run configs). An error where the
+    command names models but none of them is local, or a spec names another device."""
+    device = getattr(args, "device", None)
+    if device is None:
+        return
+    check_device(device)
+    named, local = 0, 0
+    for name in MODEL_ARGUMENTS:
+        value = getattr(args, name, None)
+        if name == "model" and value == []:
+            value = [default_model]
+        specs = value if isinstance(value, list) else [value] if isinstance(value, str) else []
+        out = []
+        for spec in specs:
+            named += 1
+            if parse_model_spec(spec)["backend"] == "local":
+                local += 1
+                spec = with_device(spec, device)
+            out.append(spec)
+        if specs:
+            setattr(args, name, out if isinstance(value, list) else out[0])
+    if named and not local and device != "auto":
+        raise ConfigError(f"--device {device} is for local models, and this command names "
+                          f"none (an API model runs where its server put it): drop --device")
+
+
 def with_device(spec: str, device: str | None) -> str:
     """``spec`` run on ``device`` (a command's ``--device``): a local spec without a device
     gets ``@device``; one that names another device is an error; so is a device other than

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from recitation.models.config import add_device_option
 from recitation.probes.scoring import SCORINGS
 from recitation.runs.console import console, execute_and_print
 
@@ -64,6 +65,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    "character_info.csv)")
     p.add_argument("--model", default="smollm2", metavar="SPEC",
                    help="model spec, backend:model[@url] (default: the embedded SmolLM2)")
+    add_device_option(p)
     p.add_argument("--seed", type=int, default=0, help="sampling of passages and quotes")
     p.add_argument("--runs-dir", type=Path, default=None)
 

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from recitation.models.config import add_device_option
 from recitation.runs.console import console, err_console
 
 
@@ -200,6 +201,7 @@ def add_propme_parser(sub: Any) -> None:
                        "(generic, specific prompts), traced in a corpus index")
     p.add_argument("--index", type=Path, action="append", required=True)
     p.add_argument("--target", required=True, metavar="SPEC", help="the audited model")
+    add_device_option(p)
     p.add_argument("--helper", default=None, metavar="SPEC",
                    help="writes the generic and specific prompts (default: the target)")
     p.add_argument("--n", type=int, default=100, help="prompts per set (the paper: 100)")
