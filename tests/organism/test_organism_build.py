@@ -146,3 +146,14 @@ def test_lora_organism_builds_merged_and_learns(shared_data: Path, tmp_path: Pat
     ident = LocalModel(str(epoch1)).identity()
     assert ident["model"] == "organism:tiny:epoch1"
     assert ident["weights"] == built.manifest["epochs"][1]["digest"]
+
+
+def test_the_manifest_records_device_and_dtype(quick: BuildResult) -> None:
+    """Where the organism trained and in what precision: this machine has no GPU, so the
+    default device (auto) trained it on the CPU in float32, without autocast."""
+    from recitation.models.device import cuda_available
+
+    m = quick.manifest
+    assert m["device"] == ("cuda:0" if cuda_available() else "cpu")
+    assert m["dtype"] == "float32"
+    assert m["autocast"] == ("bfloat16" if cuda_available() else None)
