@@ -73,7 +73,9 @@ def train_control(texts: Sequence[str], out: Path, *, dose: int = 8, epochs: int
     from recitation.organism import train
     from recitation.organism.data import Passage
 
-    loaded = LocalModel("smollm2", threads=threads).load_private()
+    # on the CPU in float32 wherever it runs: its key (control_key) names no device
+    loaded = LocalModel("smollm2", threads=threads, dtype="float32",
+                        device="cpu").load_private()
     model, tok = loaded.model, loaded.tokenizer
     passages = [Passage(f"c{i}", "", 0, len(t), len(tok(t)["input_ids"]),
                         hashlib.sha256(t.encode()).hexdigest(), True, dose, t)
