@@ -19,6 +19,10 @@ def add_signals_parser(sub: Any) -> None:
                         "kjv:... | builtin:NAME")
     p.add_argument("--model", default="smollm2", metavar="SPEC",
                    help="model spec, backend:model[@url] (default: the embedded SmolLM2)")
+    p.add_argument("--device", default=None, metavar="DEVICE",
+                   help="where a local model runs: auto, cpu, cuda, cuda:N (default: the "
+                        "spec's @device, else auto: the first CUDA device torch sees, else "
+                        "the CPU); with --ray, cuda gives each actor a GPU of its own")
     p.add_argument("--store", type=Path, default=None, metavar="DIR",
                    help="the store folder (default: signals/ in the cache folder)")
     p.add_argument("--limit", type=int, default=None, help="texts per source")
@@ -48,16 +52,17 @@ def cmd_signals(args: argparse.Namespace) -> int:
     from recitation.signals.compute import SHARD_TEXTS, score_through
     from recitation.signals.store import SignalStore
 
+    spec = args.model  # main wrote --device into it (models.config.apply_device)
     texts = [s.text for src in args.sources for s in load_samples(
         src, "member", limit=args.limit, passage_words=args.passage_words)]
     if args.ray:
         from recitation.signals.on_ray import score_on_ray
 
         root = args.store or default_store()
-        done = score_on_ray(root, args.model, texts, address=args.ray, workers=args.workers,
+        done = score_on_ray(root, spec, texts, address=args.ray, workers=args.workers,
                             shard=args.shard or SHARD_TEXTS)
         return _say(done, root)
-    model = backend_for(args.model)
+    model = backend_for(spec)
     store = SignalStore(args.store or default_store(), model.answer_identity())
 
     async def run() -> Any:
@@ -75,4 +80,7 @@ def _say(done: Any, root: Path) -> int:
 
     console.print(f"{done.texts} texts: {done.scored} scored in {done.shards_written} "
                   f"shard(s), {done.texts - done.scored} already in the store; {root}")
+    for device, gpus, shards in done.placements:
+        given = f"CUDA_VISIBLE_DEVICES={gpus}" if gpus else "no GPU"
+        console.print(f"  on Ray: {shards} shard(s) on {device} ({given})")
     return 0

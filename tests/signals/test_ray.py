@@ -3,11 +3,14 @@
 (its own processes, never `ray stop`, which ends every Ray process on the machine).
 `recitation signals --ray ADDRESS` gives the in-process path's store, number for number, and
 a job whose shard went missing (killed before writing it) scores that shard alone; `--ray`
-alone runs a cluster of its own."""
+alone runs a cluster of its own. On a head declaring two GPUs this machine lacks, the actors
+ask for one each, see it in CUDA_VISIBLE_DEVICES, and fall back to the CPU saying why
+(device auto) or fail with the fix (device cuda)."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -15,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -64,16 +68,17 @@ def _listening(procs: list[object]) -> list[str]:
     return out
 
 
-@pytest.fixture(scope="module")
-def head() -> Iterator[tuple[str, Path]]:
+@contextmanager
+def _head(*resources: str) -> Iterator[tuple[str, Path]]:
     """A Ray head node on 127.0.0.1 (a short temporary folder: Ray's socket paths must fit
-    108 bytes); yields its address and folder; stops its own processes at the end."""
+    108 bytes) declaring ``resources``; yields its address and folder; stops its own
+    processes at the end."""
     temp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))
     port = _free_port()
     env = dict(os.environ, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", RECITATION_THREADS="1")
     ray_bin = Path(sys.executable).parent / "ray"
     subprocess.run([str(ray_bin), "start", "--head", "--node-ip-address=127.0.0.1",
-                    f"--port={port}", f"--temp-dir={temp}", "--num-cpus=2",
+                    f"--port={port}", f"--temp-dir={temp}", *resources,
                     "--include-dashboard=false", "--disable-usage-stats"],
                    env=env, check=True, capture_output=True, timeout=120)
     try:
@@ -93,13 +98,40 @@ def head() -> Iterator[tuple[str, Path]]:
         shutil.rmtree(temp, ignore_errors=True)
 
 
-def _signals(store: Path, texts: Path, *extra: str) -> str:
+@pytest.fixture(scope="module")
+def head() -> Iterator[tuple[str, Path]]:
+    with _head("--num-cpus=2") as found:
+        yield found
+
+
+@pytest.fixture(scope="module")
+def gpu_head() -> Iterator[tuple[str, Path]]:
+    """A head declaring two GPUs this machine does not have (Ray takes the count as given)."""
+    with _head("--num-cpus=2", "--num-gpus=2") as found:
+        yield found
+
+
+def _run_signals(store: Path, texts: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
-    p = subprocess.run([sys.executable, "-m", "recitation.cli", "signals", str(texts),
-                        "--model", "smollm2", "--store", str(store), "--shard", "4", *extra],
-                       env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run([sys.executable, "-m", "recitation.cli", "signals", str(texts),
+                           "--model", "smollm2", "--store", str(store), "--shard", "4",
+                           *extra], env=env, capture_output=True, text=True, timeout=600)
+
+
+def _signals(store: Path, texts: Path, *extra: str) -> str:
+    p = _run_signals(store, texts, *extra)
     assert p.returncode == 0, p.stdout + p.stderr
     return p.stdout
+
+
+def _texts(path: Path) -> Path:
+    """Fourteen short texts (four shards of four)."""
+    import json
+
+    words = "the sea was calm and the birds were quiet over the water at first light".split()
+    path.write_text("".join(json.dumps({"id": str(k), "text": " ".join(
+        words[(k + i) % len(words)] for i in range(20 + k))}) + "\n" for k in range(14)))
+    return path
 
 
 def _rows(store: Path) -> dict[str, dict[str, object]]:
@@ -109,16 +141,11 @@ def _rows(store: Path) -> dict[str, dict[str, object]]:
 
 def test_signals_on_a_ray_cluster_equal_the_in_process_store_and_resume_by_shard(
         head: tuple[str, Path], tmp_path: Path) -> None:
-    import json
-
     address, temp = head
     procs = _cluster_processes(temp)
     ips = _listening(procs)
     assert procs and ips and set(ips) <= {"127.0.0.1", "::ffff:127.0.0.1"}, ips
-    texts = tmp_path / "t.jsonl"
-    words = "the sea was calm and the birds were quiet over the water at first light".split()
-    texts.write_text("".join(json.dumps({"id": str(k), "text": " ".join(
-        words[(k + i) % len(words)] for i in range(20 + k))}) + "\n" for k in range(14)))
+    texts = _texts(tmp_path / "t.jsonl")
     out = _signals(tmp_path / "ray", texts, "--ray", address, "--workers", "2")
     assert "14 texts: 14 scored in 4 shard(s)" in out
     assert "14 texts: 14 scored in 4 shard(s)" in _signals(tmp_path / "here", texts)
@@ -177,3 +204,34 @@ def test_detect_fills_its_store_on_ray_and_scores_as_in_process(
     b = {(s["sample_id"], s["detector"]): s["score"] for r in here for s in r["scores"]}
     assert a.keys() == b.keys() and len(a) > 50
     assert all(a[k] == pytest.approx(b[k], abs=1e-6) for k in a)
+
+
+def test_actors_take_the_gpus_a_cluster_declares_and_fall_back_or_fail_without_cuda(
+        gpu_head: tuple[str, Path], tmp_path: Path) -> None:
+    """Under auto each actor asks for one of the two declared GPUs (three workers asked
+    for, so the GPUs bound them), is given it in CUDA_VISIBLE_DEVICES, finds that torch sees
+    no CUDA device and scores on the CPU: the driver logs why, and the store is the
+    in-process one. Under cuda the run fails, naming the GPU, the reason and the fix."""
+    address, _ = gpu_head
+    texts = _texts(tmp_path / "t.jsonl")
+    p = _run_signals(tmp_path / "ray", texts, "--ray", address, "--workers", "3")
+    assert p.returncode == 0, p.stdout + p.stderr
+    placed = re.findall(r"on Ray: (\d+) shard\(s\) on (\S+) \(CUDA_VISIBLE_DEVICES=(\S+)\)",
+                        p.stdout)
+    assert placed, p.stdout
+    assert {device for _, device, _ in placed} == {"cpu"}
+    assert {gpu for *_, gpu in placed} <= {"0", "1"}  # one GPU each, one of the two
+    assert sum(int(n) for n, *_ in placed) == 4
+    err = " ".join((p.stdout + p.stderr).split())
+    assert "shard(s) scored on the CPU, not a GPU: a Ray worker given GPU" in err, err
+    assert "sees no CUDA device" in err
+    _signals(tmp_path / "here", texts)
+    on_ray = _rows(tmp_path / "ray")
+    assert on_ray == _rows(tmp_path / "here") and len(on_ray) == 14
+    failed = _run_signals(tmp_path / "cuda", texts, "--ray", address, "--device", "cuda")
+    err = " ".join((failed.stdout + failed.stderr).split())  # rich wraps long lines
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert re.search(r"error: a Ray worker given GPU '[01]' \(CUDA_VISIBLE_DEVICES\) on \S+ "
+                     r"cannot use it: device 'cuda': torch .* sees no CUDA device; use "
+                     r"--device cpu", err), err
+    assert not list((tmp_path / "cuda").glob("*/*.parquet"))

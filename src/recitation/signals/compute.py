@@ -21,6 +21,9 @@ class Computed:
     texts: int
     scored: int
     shards_written: int
+    placements: tuple[tuple[str, str, int], ...] = ()
+    """On Ray: (device, the GPUs Ray gave the actor, shards) for each place shards were
+    scored (the GPUs as ``CUDA_VISIBLE_DEVICES`` names them; empty where none)."""
 
 
 async def score_through(store: SignalStore, model: Model, texts: list[str], *,
