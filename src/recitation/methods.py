@@ -46,7 +46,8 @@ ACCESS_DESCRIPTIONS: dict[Access, str] = {
     Access.LOGPROBS: "token log-probabilities (capabilities.logprobs: Model.score)",
     Access.FULL_DISTRIBUTION: ("the vocabulary mean and std of log p at every position "
                                "(capabilities.full_distribution)"),
-    Access.TOKENIZER: "the target's own tokenizer (capabilities.tokenizer)",
+    Access.TOKENIZER: ("the target's own tokenizer (capabilities.tokenizer; for a served "
+                       "model, name the model's tokenizer with --tokenizer PATH)"),
     Access.CORPUS_INDEX: "an index of a reference corpus",
     Access.HELPER_MODEL: "a helper model (summaries, feedback hints; default: the target)",
     Access.JUDGE_MODEL: "a judge model (verifier; default: the helper)",

@@ -29,6 +29,8 @@ SETTINGS: tuple[tuple[str, str, Any, str], ...] = (
     ("--seed", "seed", int, "seed"),
     ("--signals", "signals", str, "a token-signal store (recitation signals): the "
      "detectors read the texts' scores from it, scoring only what it lacks"),
+    ("--tokenizer", "tokenizer", str, "a served model's tokenizer (a folder holding "
+     "tokenizer.json, or that file): DC-PDD then runs over the API"),
 )
 """The audit's command-line settings: (flag, AuditSettings field, type, help)."""
 

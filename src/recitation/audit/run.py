@@ -53,6 +53,7 @@ from recitation.models import registry
 from recitation.models.config import parse_model_spec
 from recitation.models.registry import capabilities_of
 from recitation.models.rendezvous import run_together
+from recitation.models.tokenizer_file import tokenizer_json
 from recitation.runs.audits import RECAP_RUNS, load_manifest, save_manifest
 from recitation.runs.config import ResolvedPath, parse_config
 from recitation.runs.runner import RunOutcome, create_run, default_runs_dir, execute
@@ -103,6 +104,18 @@ class AuditSettings(BaseModel):
     seed: int = 0
     cache: bool = True
     signals: ResolvedPath | None = Field(None, description="none: scored through the model")
+    tokenizer: ResolvedPath | None = Field(None, description="none: DC-PDD only where the "
+                                           "backend has its own tokenizer")
+
+    @field_validator("tokenizer")
+    @classmethod
+    def _tokenizer_file(cls, v: str | None) -> str | None:
+        if v:
+            try:
+                tokenizer_json(v)
+            except ConfigError as e:
+                raise ValueError(str(e)) from None
+        return v
 
     @field_validator("null_model")
     @classmethod
@@ -133,6 +146,8 @@ def plan_methods(spec: str, settings: AuditSettings, n_controls: int | None = No
     have = methods.model_access(capabilities_of(parse_model_spec(spec)["backend"]))
     if settings.corpus:
         have.add(Access.CORPUS_INDEX)
+    if settings.tokenizer:  # the served model's, named by the user (checked when scoring)
+        have.add(Access.TOKENIZER)
     if Access.GENERATE in have:  # the audit's RECAP uses the model as its own helper and judge
         have |= {Access.HELPER_MODEL, Access.JUDGE_MODEL}
     chosen: list[str] = []
@@ -140,9 +155,24 @@ def plan_methods(spec: str, settings: AuditSettings, n_controls: int | None = No
     for fam in methods.audit_families():
         if reason := _left_out(fam, have, settings, n_controls):
             skipped[fam.family] = reason
-        else:
-            chosen.append(fam.family)
+            continue
+        chosen.append(fam.family)
+        for m in fam.methods:  # a method its family runs without (Min-K%++, Gap-K% over an API)
+            if missing := methods.missing_access(m, have):
+                skipped[m.name] = (f"{_lacks([a.value for a in missing])} ({fam.family} runs "
+                                   "without it)")
     return chosen, skipped
+
+
+_FIXES = {Access.TOKENIZER.value: "name the model's tokenizer with --tokenizer PATH",
+          Access.FULL_DISTRIBUTION.value: "no API gives it (vLLM only as the whole vocabulary "
+          "at every position); load the same weights with the local backend"}
+"""How a user gives an audit the access a method lacks, where there is a way."""
+
+
+def _lacks(missing: list[str]) -> str:
+    fixes = "".join(f"; {_FIXES[a]}" for a in missing if a in _FIXES)
+    return f"needs {', '.join(missing)}, which this model / audit lacks{fixes}"
 
 
 def _left_out(fam: methods.AuditFamily, have: set[Access], s: AuditSettings,
@@ -156,7 +186,7 @@ def _left_out(fam: methods.AuditFamily, have: set[Access], s: AuditSettings,
         return f"turned off ({use.off_flag or use.off})"
     if all(methods.missing_access(m, have) for m in fam.methods):
         missing = sorted({a.value for m in fam.methods for a in methods.missing_access(m, have)})
-        return f"needs {', '.join(missing)}, which this model / audit lacks"
+        return _lacks(missing)
     if n_controls is not None and n_controls < use.min_controls:
         return f"needs at least {use.min_controls} controls; this audit has {n_controls}"
     return ""
@@ -196,7 +226,7 @@ def _detect_cfg(spec: str, s: AuditSettings, families: list[str], text: Path,
               "perturbations": s.pearl_perturbations, "max_intensity": s.pearl_max_intensity,
               "outputs": s.pearl_outputs, "target_fpr": s.target_fpr,
               "n_bootstrap": s.n_bootstrap, "passage_words": s.passage_words,
-              "signals": s.signals}
+              "signals": s.signals, "tokenizer": s.tokenizer}
     model = model_for_runs(spec, s)
     return parse_config({"job": "detect", "name": "audit-detect", "seed": s.seed,
                          "model": model, "cache": s.cache, "params": params}, source="audit")

@@ -107,6 +107,10 @@ def _add_scoring_options(p: argparse.ArgumentParser) -> None:
                    "public domain, installed) or a .txt / .jsonl (field 'text') file")
     p.add_argument("--dcpdd-a", type=float, default=0.01,
                    help="DC-PDD upper bound per token (default 0.01, the authors')")
+    p.add_argument("--tokenizer", default=None, metavar="PATH",
+                   help="the model's tokenizer, for a served model (an API exposes none): a "
+                   "folder holding tokenizer.json, or that file; DC-PDD counts its reference "
+                   "corpus with it, after checking it tokenizes as the server does")
     p.add_argument("--samia-samples", type=int, default=10, metavar="N",
                    help="SaMIA: sampled continuations per sample (default 10, the authors')")
     p.add_argument("--samia-max-tokens", type=int, default=None, metavar="N",
@@ -168,6 +172,7 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
         "n_bootstrap": args.bootstrap, "reference_prefix": args.reference_prefix,
         "min_k_ngram": args.min_k_ngram, "recall_shots": args.recall_shots,
         "dcpdd_corpus": args.dcpdd_corpus, "dcpdd_a": args.dcpdd_a,
+        "tokenizer": args.tokenizer,
         "samia_samples": args.samia_samples, "samia_max_tokens": args.samia_max_tokens,
         "neighbours": args.neighbours, "ezmia_max_tokens": args.ezmia_max_tokens,
         "ezmia_saturate": args.ezmia_saturate,

@@ -33,6 +33,7 @@ from recitation.detect.scoring import DetectorScore, SampleResult, ScoringContex
 from recitation.errors import ConfigError
 from recitation.methods import Access, AuditUse, Calls, MethodInfo
 from recitation.models.base import Model, TokenScores
+from recitation.models.tokenizer_file import FileTokenizer, tokens_as_served
 
 DEFAULT_A = 0.01
 DEFAULT_CORPUS = "kjv"
@@ -170,7 +171,9 @@ def reference_counts(spec: str, tok: Any) -> TokenFrequencies:
 class DcpddDetector:
     """The ``dcpdd`` family (a plug-in of the detect job, :mod:`recitation.detect.scoring`):
     no call of its own; the reference corpus is counted with the target's tokenizer once per
-    job."""
+    job: its backend's own, else the one the user named (``--tokenizer``: a served model),
+    whose tokens are then checked against the server's, text by text, and name the scores'
+    tokens (so the counts' keys and the scores' agree)."""
 
     family = "dcpdd"
 
@@ -179,11 +182,7 @@ class DcpddDetector:
 
     def token_frequencies(self, ctx: ScoringContext, model: Model) -> TokenFrequencies:
         if self._freqs is None:
-            tok = model.tokenizer()
-            if tok is None:
-                raise ConfigError(f"dcpdd: backend '{model.backend}' exposes no tokenizer "
-                                  "to count the reference corpus with")
-            self._freqs = reference_counts(ctx.params.dcpdd_corpus, tok)
+            self._freqs = reference_counts(ctx.params.dcpdd_corpus, _tokenizer(ctx, model))
         return self._freqs
 
     def companion_texts(self, ctx: ScoringContext, samples: Sequence[Sample]) -> list[str]:
@@ -193,9 +192,12 @@ class DcpddDetector:
                     plain: Sequence[TokenScores], companions: Sequence[TokenScores],
                     model: Model) -> dict[str, SampleResult]:
         freqs = self.token_frequencies(ctx, model)
+        named = _tokenizer(ctx, model) if model.tokenizer() is None else None
         a: float = ctx.params.dcpdd_a
         out: dict[str, SampleResult] = {}
         for s, ts in zip(samples, plain, strict=True):
+            if isinstance(named, FileTokenizer):
+                ts = tokens_as_served(s.text, ts, named, f"backend '{model.backend}'")
             try:
                 v = dcpdd_score(ts, freqs, a)
             except ValueError as e:
@@ -204,6 +206,16 @@ class DcpddDetector:
             out[s.id] = SampleResult([DetectorScore(s.id, "dcpdd", v, True)],
                                      fields={"dcpdd": freqs.describe() | {"a": a}})
         return out
+
+
+def _tokenizer(ctx: ScoringContext, model: Model) -> Any:
+    """The target's tokenizer (``ctx.target_tokenizer``: its own, else ``--tokenizer``)."""
+    tok = ctx.target_tokenizer(model)
+    if tok is None:
+        raise ConfigError(f"dcpdd: backend '{model.backend}' exposes no tokenizer to count "
+                          "the reference corpus with; name the model's tokenizer with "
+                          "--tokenizer PATH (a folder holding tokenizer.json, or that file)")
+    return tok
 
 
 def _calls(p: Mapping[str, Any]) -> Calls:

@@ -56,6 +56,8 @@ from recitation.errors import ConfigError
 from recitation.methods import Access
 from recitation.metrics.ncd import Compressor
 from recitation.models.base import Model, TokenScores
+from recitation.models.tokenizer import Tokenizer as ModelTokenizer
+from recitation.models.tokenizer_file import FileTokenizer, tokenizer_json
 from recitation.records import DetectRecord, ScoreRecord
 from recitation.runs.config import ModelConfig, ResolvedPath
 from recitation.runs.jobs import CallEstimate, Job, Table, WorkItem
@@ -94,6 +96,9 @@ class DetectParams(BaseModel):
     recall_shots: int = Field(DEFAULT_RECALL_SHOTS, ge=1)  # controls in ReCaLL's prefix
     dcpdd_corpus: str = DEFAULT_DCPDD_CORPUS  # "kjv" or a .txt / .jsonl path
     dcpdd_a: float = Field(DEFAULT_DCPDD_A, gt=0)  # DC-PDD's upper bound per token
+    # the target's tokenizer where its backend exposes none (an API): a folder holding
+    # tokenizer.json, or that file (models/tokenizer_file.py); checked against the server
+    tokenizer: ResolvedPath | None = None
     samia_samples: int = Field(DEFAULT_SAMIA_SAMPLES, ge=1)  # SaMIA's continuations per sample
     samia_max_tokens: int | None = Field(None, ge=1)  # None: 1,024 less the prompt (theirs)
     neighbours: int = Field(DEFAULT_NEIGHBOURS, ge=1)  # the neighbourhood attack's (MIMIR's)
@@ -114,6 +119,16 @@ class DetectParams(BaseModel):
         for family in v:
             try:
                 methods.check_family("detector", family, "detectors")
+            except ConfigError as e:
+                raise ValueError(str(e)) from None
+        return v
+
+    @field_validator("tokenizer")
+    @classmethod
+    def _tokenizer_file(cls, v: str | None) -> str | None:
+        if v:
+            try:
+                tokenizer_json(v)
             except ConfigError as e:
                 raise ValueError(str(e)) from None
         return v
@@ -141,6 +156,7 @@ class DetectJob(Job):
     _reference: Model | None = None
     _plugins: dict[str, ScoringDetector] | None = None
     _signals: Any = None  # the run's token-signal store (recitation.signals), once opened
+    _named_tokenizer: FileTokenizer | None = None  # params.tokenizer, once read
 
     def samples(self) -> list[Sample]:
         if self.stored_items is not None:  # restored from a run: its stored samples
@@ -176,7 +192,18 @@ class DetectJob(Job):
                     out[f"params.{role}[{i}]"] = path
         if "dcpdd" in p.detectors and p.dcpdd_corpus != DEFAULT_DCPDD_CORPUS:
             out["params.dcpdd_corpus"] = Path(p.dcpdd_corpus).expanduser()
+        if p.tokenizer:
+            out["params.tokenizer"] = tokenizer_json(p.tokenizer)
         return out
+
+    def target_tokenizer(self, model: Model) -> ModelTokenizer | None:
+        """The target's tokenizer: its backend's own, else the one ``params.tokenizer``
+        names (read once per job), else None."""
+        if (own := model.tokenizer()) is not None or not self.params.tokenizer:
+            return own
+        if self._named_tokenizer is None:
+            self._named_tokenizer = FileTokenizer(self.params.tokenizer)
+        return self._named_tokenizer
 
     def task_input(self, s: Sample) -> TaskInput:
         task = s.task if self.params.task == "auto" else self.params.task
@@ -195,7 +222,7 @@ class DetectJob(Job):
         if want == "o200k":
             raise ConfigError("bitflip_tokenizer 'o200k' needs an offline o200k encoding: "
                               "pip install rs-bpe (or recitation[detect])")
-        tok = model.tokenizer() if model is not None else None
+        tok = self.target_tokenizer(model) if model is not None else None
         if tok is None and model is not None:
             raise ConfigError(f"the published bit flip needs token ids: backend "
                               f"'{model.backend}' exposes no tokenizer and no o200k encoding "
@@ -209,7 +236,7 @@ class DetectJob(Job):
         as many calls)."""
         names, scale = self.params.perturbations, self.params.bitflip_scale
         btok = self.bitflip_tokenizer(model)[0] if "bitflip" in names else None
-        tok = (model.tokenizer() if model is not None and "bitflip_tokens" in names
+        tok = (self.target_tokenizer(model) if model is not None and "bitflip_tokens" in names
                else None)
         out: dict[str, Perturb] = {}
         for n in names:
@@ -280,6 +307,8 @@ class DetectJob(Job):
         have = methods.model_access(model.capabilities)
         if self.params.reference_model is not None:
             have.add(Access.REFERENCE_MODEL)
+        if self.params.tokenizer:
+            have.add(Access.TOKENIZER)
         return have
 
     def access_errors(self, family: str, model: Model) -> list[str]:

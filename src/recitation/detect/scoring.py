@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 from recitation.detect.samples import Sample
 from recitation.models.base import Model, TokenScores
+from recitation.models.tokenizer import Tokenizer
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,10 @@ class ScoringContext(Protocol):
     def reference(self, target: Model) -> Model | None:
         """The reference model (``params.reference_model``) sharing the run's store, cache
         and budget, or None when none is configured."""
+
+    def target_tokenizer(self, model: Model) -> Tokenizer | None:
+        """The target's tokenizer: its backend's own, else the one the user named
+        (``params.tokenizer``), else None."""
 
 
 class ScoringDetector(Protocol):
