@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from recitation.models.config import add_device_option
+
 SETTINGS: tuple[tuple[str, str, Any, str], ...] = (
     ("--passages", "passages", int, "text passages (0: all)"),
     ("--sample", "sample", str, "a book's passages: chapters (drawn at random by chapter: "
@@ -59,6 +61,7 @@ def add_audit_parser(sub: Any) -> None:
                    "passages, kjv:famous-long, or organism:quick:members (repeatable)")
     p.add_argument("--model", action="append", default=[], metavar="SPEC",
                    help="model spec (repeatable; default: the embedded smollm2)")
+    add_device_option(p)
     p.add_argument("--controls", action="append", default=[], metavar="SRC",
                    help="text the model cannot have seen, same kinds as --text (repeatable; "
                    "default: a built-in set where one fits, else no verdict)")

@@ -7,6 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from recitation.models.config import add_device_option
+
 EXAMPLES = """examples:
   recitation detect --members kjv:famous-long --controls builtin:kjv-devotional-long --outputs 5
   recitation detect --members humaneval:0-19 --controls builtin:fresh-code --detectors pearl
@@ -27,6 +29,7 @@ def add_detect_parser(sub: Any) -> None:
 
     p.add_argument("--model", default="smollm2", metavar="SPEC",
                    help="audited model, backend:model[@url] (default: embedded SmolLM2)")
+    add_device_option(p)
     p.add_argument("--backend", default=None, choices=backend_names(),
                    help="deprecated: write --model BACKEND:MODEL")
     p.add_argument("--base-url", default=None, help="deprecated: write --model BACKEND:MODEL@URL")
