@@ -53,9 +53,8 @@ from recitation.models import registry
 from recitation.models.config import parse_model_spec
 from recitation.models.registry import capabilities_of
 from recitation.models.rendezvous import run_together
-from recitation.models.tokenizer_file import tokenizer_json
 from recitation.runs.audits import RECAP_RUNS, load_manifest, save_manifest
-from recitation.runs.config import ResolvedPath, parse_config
+from recitation.runs.config import ResolvedPath, TokenizerPath, parse_config
 from recitation.runs.runner import RunOutcome, create_run, default_runs_dir, execute
 
 FORMAT = 1
@@ -104,18 +103,8 @@ class AuditSettings(BaseModel):
     seed: int = 0
     cache: bool = True
     signals: ResolvedPath | None = Field(None, description="none: scored through the model")
-    tokenizer: ResolvedPath | None = Field(None, description="none: DC-PDD only where the "
+    tokenizer: TokenizerPath | None = Field(None, description="none: DC-PDD only where the "
                                            "backend has its own tokenizer")
-
-    @field_validator("tokenizer")
-    @classmethod
-    def _tokenizer_file(cls, v: str | None) -> str | None:
-        if v:
-            try:
-                tokenizer_json(v)
-            except ConfigError as e:
-                raise ValueError(str(e)) from None
-        return v
 
     @field_validator("null_model")
     @classmethod

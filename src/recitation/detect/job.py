@@ -59,7 +59,7 @@ from recitation.models.base import Model, TokenScores
 from recitation.models.tokenizer import Tokenizer as ModelTokenizer
 from recitation.models.tokenizer_file import FileTokenizer, tokenizer_json
 from recitation.records import DetectRecord, ScoreRecord
-from recitation.runs.config import ModelConfig, ResolvedPath
+from recitation.runs.config import ModelConfig, ResolvedPath, TokenizerPath
 from recitation.runs.jobs import CallEstimate, Job, Table, WorkItem
 
 log = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ class DetectParams(BaseModel):
     dcpdd_a: float = Field(DEFAULT_DCPDD_A, gt=0)  # DC-PDD's upper bound per token
     # the target's tokenizer where its backend exposes none (an API): a folder holding
     # tokenizer.json, or that file (models/tokenizer_file.py); checked against the server
-    tokenizer: ResolvedPath | None = None
+    tokenizer: TokenizerPath | None = None
     samia_samples: int = Field(DEFAULT_SAMIA_SAMPLES, ge=1)  # SaMIA's continuations per sample
     samia_max_tokens: int | None = Field(None, ge=1)  # None: 1,024 less the prompt (theirs)
     neighbours: int = Field(DEFAULT_NEIGHBOURS, ge=1)  # the neighbourhood attack's (MIMIR's)
@@ -119,16 +119,6 @@ class DetectParams(BaseModel):
         for family in v:
             try:
                 methods.check_family("detector", family, "detectors")
-            except ConfigError as e:
-                raise ValueError(str(e)) from None
-        return v
-
-    @field_validator("tokenizer")
-    @classmethod
-    def _tokenizer_file(cls, v: str | None) -> str | None:
-        if v:
-            try:
-                tokenizer_json(v)
             except ConfigError as e:
                 raise ValueError(str(e)) from None
         return v

@@ -45,6 +45,21 @@ ResolvedPath = Annotated[str, AfterValidator(
 wherever it is resumed from."""
 
 
+def _readable_tokenizer(v: str) -> str:
+    from recitation.models.tokenizer_file import tokenizer_json
+
+    try:
+        tokenizer_json(v)
+    except ConfigError as e:
+        raise ValueError(str(e)) from None
+    return v
+
+
+TokenizerPath = Annotated[ResolvedPath, AfterValidator(_readable_tokenizer)]
+"""A served model's tokenizer named by the user (a folder holding ``tokenizer.json``, or that
+file), absolute and checked to be readable when the config is made."""
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
