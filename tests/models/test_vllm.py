@@ -185,11 +185,16 @@ def test_an_audit_of_the_organism_scores_as_the_local_backend_does(
     assert local.returncode == 0, local.stdout + local.stderr
     got, want = _scores(tmp_path / "vllm"), _scores(tmp_path / "local")
     assert got.keys() == want.keys() and len(got) == 12
+    # within 1e-4, relative where a score is over 1: lowercase and ReCaLL are ratios of two
+    # mean NLLs, and a memorized member's NLL (0.057) turns its 4e-7 difference into 1.4e-4
+    # of a ratio of 21.9 (a relative 6e-6); measured 2026-11-27, the same with this code
+    # and the code before the device change
     gaps: dict[str, float] = {}
     for item, scores in got.items():
         for name in scores.keys() & want[item].keys():
-            gaps[name] = max(gaps.get(name, 0.0), abs(scores[name] - want[item][name]))
-    print("largest difference vLLM - local per detector:", gaps)
+            gap = abs(scores[name] - want[item][name]) / max(1.0, abs(want[item][name]))
+            gaps[name] = max(gaps.get(name, 0.0), gap)
+    print("largest difference vLLM - local per detector (relative over 1):", gaps)
     assert all(g < TOL for g in gaps.values()), gaps
     assert "dcpdd" in gaps and "loss" in gaps and "min_k_20" in gaps
     remote_only = {d for s in got.values() for d in s} - {d for s in want.values() for d in s}
