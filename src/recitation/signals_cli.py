@@ -19,10 +19,9 @@ def add_signals_parser(sub: Any) -> None:
                         "kjv:... | builtin:NAME")
     p.add_argument("--model", default="smollm2", metavar="SPEC",
                    help="model spec, backend:model[@url] (default: the embedded SmolLM2)")
-    p.add_argument("--device", default=None, metavar="DEVICE",
-                   help="where a local model runs: auto, cpu, cuda, cuda:N (default: the "
-                        "spec's @device, else auto: the first CUDA device torch sees, else "
-                        "the CPU); with --ray, cuda gives each actor a GPU of its own")
+    from recitation.models.config import add_device_option
+
+    add_device_option(p)  # with --ray, cuda gives each actor a GPU of its own
     p.add_argument("--store", type=Path, default=None, metavar="DIR",
                    help="the store folder (default: signals/ in the cache folder)")
     p.add_argument("--limit", type=int, default=None, help="texts per source")
@@ -52,17 +51,16 @@ def cmd_signals(args: argparse.Namespace) -> int:
     from recitation.signals.compute import SHARD_TEXTS, score_through
     from recitation.signals.store import SignalStore
 
-    spec = args.model  # main wrote --device into it (models.config.apply_device)
     texts = [s.text for src in args.sources for s in load_samples(
         src, "member", limit=args.limit, passage_words=args.passage_words)]
     if args.ray:
         from recitation.signals.on_ray import score_on_ray
 
         root = args.store or default_store()
-        done = score_on_ray(root, spec, texts, address=args.ray, workers=args.workers,
+        done = score_on_ray(root, args.model, texts, address=args.ray, workers=args.workers,
                             shard=args.shard or SHARD_TEXTS)
         return _say(done, root)
-    model = backend_for(spec)
+    model = backend_for(args.model)  # main wrote --device into it (apply_device)
     store = SignalStore(args.store or default_store(), model.answer_identity())
 
     async def run() -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -283,14 +284,16 @@ def score_shared_prefix(model: Any, tok: Any, rows: list[list[int]], prefix: int
     return out
 
 
+@dataclass(frozen=True)
 class _Prefix:
     """A shared prefix's forward pass and statistics: those of its positions but the last
     (``head``: log p, mean, std, top, rank), and its last position's log p (``last``) and
     statistics, which score each suffix's first token."""
 
-    def __init__(self, res: Any, head: tuple[torch.Tensor, ...], last: torch.Tensor,
-                 last_stats: tuple[torch.Tensor, ...]) -> None:
-        self.res, self.head, self.last, self.last_stats = res, head, last, last_stats
+    res: Any
+    head: tuple[torch.Tensor, ...]
+    last: torch.Tensor
+    last_stats: tuple[torch.Tensor, ...]
 
 
 def _score_suffixes(model: Any, tok: Any, pre: _Prefix, chunk: list[list[int]],

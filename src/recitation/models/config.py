@@ -31,7 +31,7 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from recitation.errors import ConfigError
-from recitation.models.device import DEVICE_FORMS, check_device, is_cuda, is_device
+from recitation.models.device import DEVICE_FORMS, Device, check_device, is_cuda, is_device
 
 BACKEND_CLASSES: dict[str, str] = {
     "local": "recitation.models.local:LocalModel",
@@ -116,7 +116,7 @@ class ModelConfig(BaseModel):
     max_attempts: int = Field(4, ge=1)
     retry_base_delay: float = Field(0.5, ge=0)
     dtype: str = "auto"  # the local backend's weights (DTYPE_CHOICES); others take the server's
-    device: str = "auto"  # where a local model runs (models.device.DEVICE_FORMS)
+    device: Device = "auto"  # where a local model runs (models.device.DEVICE_FORMS)
 
     @field_validator("backend")
     @classmethod
@@ -130,7 +130,6 @@ class ModelConfig(BaseModel):
     def _dtype(self) -> ModelConfig:
         try:
             check_dtype(self.dtype, auto=True)
-            check_device(self.device)
         except ConfigError as e:
             raise ValueError(str(e)) from None
         if self.dtype not in ("auto", "float32") and self.backend != "local":

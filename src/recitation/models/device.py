@@ -23,14 +23,17 @@ import logging
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
+
+from pydantic import AfterValidator
 
 from recitation.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DEVICE_FORMS", "check_available", "check_device", "cuda_available", "device_key",
-           "is_cuda", "is_device", "is_out_of_memory", "resolve_device", "split_on_oom"]
+__all__ = ["DEVICE_FORMS", "Device", "check_available", "check_device", "cuda_available",
+           "device_key", "is_cuda", "is_device", "is_out_of_memory", "resolve_device",
+           "split_on_oom"]
 
 DEVICE_FORMS = "auto, cpu, cuda, cuda:N"
 _DEVICE = re.compile(r"(auto|cpu|cuda(:\d+)?)")
@@ -47,6 +50,17 @@ def check_device(device: str) -> str:
     if not is_device(device):
         raise ConfigError(f"device '{device}' is not one of {DEVICE_FORMS}")
     return device
+
+
+def _valid_device(v: str) -> str:
+    try:
+        return check_device(v)
+    except ConfigError as e:  # pydantic reports a ValueError with the field's name
+        raise ValueError(str(e)) from None
+
+
+Device = Annotated[str, AfterValidator(_valid_device)]
+"""A config field holding a device (:data:`DEVICE_FORMS`), checked when the config is made."""
 
 
 def is_cuda(device: str) -> bool:

@@ -73,7 +73,7 @@ from recitation.models.base import (
     TokenScores,
     Usage,
 )
-from recitation.models.config import dtype_key, resolve_dtype
+from recitation.models.config import dtype_key, resolve_dtype, split_device
 from recitation.models.device import (
     check_available,
     device_key,
@@ -259,8 +259,6 @@ class LocalModel(Model):
     def __init__(self, model: str = "smollm2", *, threads: int | None = None,
                  score_batch_size: int | None = None, dtype: str = "auto",
                  device: str = "auto", token_budget: int | None = None) -> None:
-        from recitation.models.config import split_device
-
         model, named = split_device(model)
         self.spec, self.device = model, resolve_device(named or device)
         self.dtype = resolve_dtype(dtype, self.device)

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from recitation.errors import ConfigError
+from recitation.models.device import Device
 from recitation.organism.paths import DEFAULT_NAME, LOWFPR_NAME, QUICK_NAME, check_name
 
 FORMAT = 2
@@ -56,18 +57,8 @@ class OrganismConfig(BaseModel):
     threads: int = Field(2, ge=1, description="torch threads while training (the reduction "
                          "order, hence the last bits of the weights, may depend on it)")
     base: str = "smollm2"
-    device: str = Field("auto", description="where it trains (auto, cpu, cuda, cuda:N); "
-                        "on CUDA with bfloat16 autocast")
-
-    @field_validator("device")
-    @classmethod
-    def _device(cls, v: str) -> str:
-        from recitation.models.device import check_device
-
-        try:
-            return check_device(v)
-        except ConfigError as e:
-            raise ValueError(str(e)) from None
+    device: Device = Field("auto", description="where it trains (auto, cpu, cuda, cuda:N); "
+                           "on CUDA with bfloat16 autocast")
 
     @field_validator("name")
     @classmethod
