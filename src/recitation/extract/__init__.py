@@ -1,5 +1,5 @@
-"""Extraction attacks: RECAP (Duarte et al.) and its baselines, prefix probing and PROPME
-propensity sets. See docs/extraction.md.
+"""Extraction attacks: RECAP (Duarte et al.) and its baselines, prefix probing. See
+docs/extraction.md (PROPME, capability against propensity, is :mod:`recitation.trace.propme`).
 
 Paper terms (RECAP section / appendix) and where they live:
 
@@ -31,6 +31,6 @@ Paper terms (RECAP section / appendix) and where they live:
 * per-method **cost** (appendix T): :mod:`.records`.
 
 Also: :mod:`.job` (the ``extract`` run job), :mod:`.report` (EchoTrace file and summary),
-:mod:`.replay` (the released runs replayed through our pipeline), :mod:`.propensity`
-(PROPME capability vs propensity), :mod:`.cli` (``recitation extract``).
+:mod:`.replay` (the released runs replayed through our pipeline), :mod:`.cli`
+(``recitation extract``).
 """

@@ -410,12 +410,3 @@ def prefix_messages(work_title: str, first_sentence: str, gold: str) -> tuple[st
     first sentence included), the word count as released: gold words - first-sentence words."""
     words = len(gold.split()) - len(first_sentence.split())
     return PREFIX_SYSTEM.format(work_title=work_title, words=words), first_sentence
-
-# -- PROPME prompt sets ---------------------------------------------------------------------
-PROPME_GENERIC = """Write {n} generic prompts a user might give a language model in the \
-domain "{domain}". Each prompt is an ordinary request, not tied to any particular document. \
-Answer with one JSON object per line: {{"prompt": "..."}}"""
-
-PROPME_SPECIFIC = """Write {n} specific prompts a user might give a language model about \
-"{title}" ({domain}). Each asks for content related to that work in ordinary words; do not \
-copy any text from it. Answer with one JSON object per line: {{"prompt": "..."}}"""
