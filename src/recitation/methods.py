@@ -17,14 +17,16 @@ registered method through its job. docs/adding-a-method.md walks through adding 
 
 from __future__ import annotations
 
-import difflib
-import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from recitation.errors import ConfigError
+from recitation.registry import PlugIn, Registry, import_path, unknown
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 class Access(StrEnum):
@@ -137,6 +139,10 @@ class MethodInfo:
     options: tuple[str, ...] = field(default=())  # the job parameters it reads
     select: str = ""  # how a command selects it, when more than its family (PEARL)
     audit: AuditUse | None = None  # how an audit uses its family (None: audits skip it)
+    # a pydantic model of the family's own options, given as --detector-option
+    # FAMILY.key=value and read by its runner as ctx.options(family) (a plug-in's options:
+    # every method of the family names the same model, or only one names it)
+    option_model: type[BaseModel] | None = None
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -166,8 +172,14 @@ class MethodInfo:
                 "writes": list(self.writes), "calls": self.calls_formula,
                 "unit": self.unit, "job": self.job, "family": self.family,
                 "selected_by": self.selected_by,
-                "options": list(self.options), "summary": self.summary,
+                "options": list(self.options) + self.option_keys, "summary": self.summary,
                 "audit": self.audit_text}
+
+    @property
+    def option_keys(self) -> list[str]:
+        """``FAMILY.key`` of each option of :attr:`option_model`."""
+        fields = self.option_model.model_fields if self.option_model is not None else {}
+        return [f"{self.family}.{k}" for k in fields]
 
     @property
     def audit_text(self) -> str:
@@ -245,12 +257,20 @@ METHODS: dict[str, Entry] = {
 """name -> (kind, family, metadata path). An extraction method's family is its name."""
 
 
+def _from_plugin(name: str, plug_in: PlugIn) -> Entry:
+    """A plug-in's registry line, from its metadata (imported now: the kind and family a
+    command selects it by are declared there)."""
+    info = _info(name, import_path(plug_in.path, "method", plug_in), plug_in.path, plug_in)
+    return Entry(info.kind, info.family, plug_in.path)
+
+
+REGISTRY: Registry[Entry] = Registry("method", METHODS, _from_plugin)
+"""The built-in :data:`METHODS`, then the ``recitation.methods`` entry points of other
+packages (:mod:`recitation.registry`)."""
+
+
 def _entry(name: str) -> Entry:
-    if name not in METHODS:
-        close = difflib.get_close_matches(name, list(METHODS), n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else f"; known: {sorted(METHODS)}"
-        raise ConfigError(f"unknown method '{name}'{hint}")
-    return METHODS[name]
+    return REGISTRY.entry(name)
 
 
 def family_of(name: str) -> str:
@@ -259,12 +279,13 @@ def family_of(name: str) -> str:
 
 
 def names(kind: Kind | None = None) -> list[str]:
-    """Registered method names (of one kind), in registry order; imports nothing."""
-    return [n for n, e in METHODS.items() if kind is None or e.kind == kind]
+    """Registered method names (of one kind), in registry order; imports no built-in method
+    (a plug-in's metadata is imported to learn its kind)."""
+    return [n for n, e in REGISTRY.entries().items() if kind is None or e.kind == kind]
 
 
 def families(kind: Kind) -> list[str]:
-    """What a command selects methods of ``kind`` by, in registry order; imports nothing."""
+    """What a command selects methods of ``kind`` by, in registry order."""
     out: list[str] = []
     for n in names(kind):
         if (f := family_of(n)) not in out:
@@ -276,29 +297,33 @@ def check_family(kind: Kind, family: str, what: str) -> str:
     """``family`` when registered for ``kind``, else a ConfigError with a "did you mean"."""
     known = families(kind)
     if family not in known:
-        close = difflib.get_close_matches(family, known, n=1)
-        hint = f"did you mean '{close[0]}'?" if close else f"choose from {known}"
-        raise ConfigError(f"{what}: unknown {kind} '{family}'; {hint}")
+        raise unknown(kind, family, known, what)
     return family
+
+
+def origin(name: str) -> PlugIn | None:
+    """The plug-in package that registers method ``name`` (None: recitation's own)."""
+    return REGISTRY.origin(name)
 
 
 def load_attr(path: str) -> Any:
     """The object at ``module:attr`` (imported now)."""
-    module, _, attr = path.partition(":")
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except AttributeError:
-        raise ConfigError(f"method registry: module '{module}' has no '{attr}'") from None
+    return import_path(path, "method")
+
+
+def _info(name: str, obj: Any, path: str, plug_in: PlugIn | None = None) -> MethodInfo:
+    if isinstance(obj, Mapping):
+        obj = obj.get(name)
+    if not isinstance(obj, MethodInfo) or obj.name != name:
+        where = f"{plug_in}" if plug_in else f"'{path}'"
+        raise ConfigError(f"method registry: {where} holds no metadata for '{name}'")
+    return obj
 
 
 def method(name: str) -> MethodInfo:
     """The metadata of method ``name`` (imports its module); unknown names: did you mean."""
     entry = _entry(name)
-    obj = load_attr(entry.path)
-    if isinstance(obj, Mapping):
-        obj = obj.get(name)
-    if not isinstance(obj, MethodInfo) or obj.name != name:
-        raise ConfigError(f"method registry: '{entry.path}' holds no metadata for '{name}'")
+    obj = _info(name, REGISTRY.load(name, entry.path), entry.path, origin(name))
     if obj.kind != entry.kind or obj.family != family_of(name):
         raise ConfigError(f"method registry: '{name}' is registered as {entry.kind} "
                           f"'{family_of(name)}' but its module declares {obj.kind} "
@@ -316,10 +341,11 @@ def family_methods(kind: Kind, family: str) -> list[MethodInfo]:
 
 def plugin_of(kind: Kind, family: str) -> Any:
     """The plug-in object that runs ``family`` (``MethodInfo.runner``), or None."""
-    paths = {m.runner for m in family_methods(kind, family) if m.runner}
+    infos = [m for m in family_methods(kind, family) if m.runner]
+    paths = {m.runner for m in infos}
     if len(paths) > 1:
         raise ConfigError(f"method registry: family '{family}' has several runners {paths}")
-    return load_attr(paths.pop()) if paths else None
+    return import_path(paths.pop(), "method", origin(infos[0].name)) if paths else None
 
 
 def params_dict(params: Any) -> dict[str, Any]:

@@ -22,7 +22,7 @@ import logging
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from recitation import methods
 from recitation.detect.dcpdd import DEFAULT_A as DEFAULT_DCPDD_A
@@ -53,6 +53,7 @@ from recitation.detect.samia import DEFAULT_SAMPLES as DEFAULT_SAMIA_SAMPLES
 from recitation.detect.samples import Sample, load_samples, source_file
 from recitation.detect.scoring import SampleResult, ScoringDetector
 from recitation.errors import ConfigError
+from recitation.method_options import check_options, validate
 from recitation.methods import Access
 from recitation.metrics.ncd import Compressor
 from recitation.models.base import Model, TokenScores
@@ -112,6 +113,18 @@ class DetectParams(BaseModel):
     # a token-signal store (recitation.signals): texts' scores read from it, those it lacks
     # scored once and added; None: scored through the model (and its response cache)
     signals: ResolvedPath | None = None
+    # a family's own typed options (MethodInfo.option_model): family -> {key: value}, as
+    # --detector-option FAMILY.key=value gives them (recitation/method_options.py)
+    detector_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @field_validator("detector_options")
+    @classmethod
+    def _family_options(cls, v: dict[str, dict[str, Any]], info: ValidationInfo
+                        ) -> dict[str, dict[str, Any]]:
+        try:
+            return check_options("detector", v, info.data.get("detectors"))
+        except ConfigError as e:
+            raise ValueError(str(e)) from None
 
     @field_validator("detectors")
     @classmethod
@@ -281,6 +294,10 @@ class DetectJob(Job):
                 self._plugins[family] = factory()
             out.append(self._plugins[family])
         return out
+
+    def options(self, family: str) -> BaseModel:
+        """The family's own options (``MethodInfo.option_model``), typed, defaults filled."""
+        return validate("detector", family, self.params.detector_options.get(family, {}))
 
     def scoring_texts(self) -> list[str]:
         """Every text the score-based families score in the job's shared calls (the samples'

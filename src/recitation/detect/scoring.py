@@ -20,8 +20,9 @@ the plug-in there and never names the family itself. For a chunk of samples the 
    ``errors``, extra fields (``n_tokens``, ``recall_prefix``, ``dcpdd``) at the top level.
 
 A plug-in instance lives as long as its job (one per job), so what it computes once (ReCaLL's
-prefix, DC-PDD's corpus counts) is kept on it. Its options still live in
-:class:`recitation.detect.job.DetectParams` (``ctx.params``).
+prefix, DC-PDD's corpus counts) is kept on it. The built-in families' options live in
+:class:`recitation.detect.job.DetectParams` (``ctx.params``); a family of another package
+declares its own (``MethodInfo.option_model``) and reads them as ``ctx.options(family)``.
 """
 
 from __future__ import annotations
@@ -70,6 +71,11 @@ class ScoringContext(Protocol):
 
     def samples(self) -> list[Sample]:
         """Every sample of the run, members then controls (not only this chunk's)."""
+
+    def options(self, family: str) -> Any:
+        """The family's own options, typed: an instance of the pydantic model its metadata
+        declares (``MethodInfo.option_model``), from ``--detector-option FAMILY.key=value``
+        (defaults for the keys not given)."""
 
     def reference(self, target: Model) -> Model | None:
         """The reference model (``params.reference_model``) sharing the run's store, cache

@@ -23,7 +23,6 @@ the models, so that ``recitation.models`` needs nothing from ``recitation.runs``
 
 from __future__ import annotations
 
-import difflib
 import ipaddress
 from typing import Any, Literal
 from urllib.parse import urlparse
@@ -32,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from recitation.errors import ConfigError
 from recitation.models.device import DEVICE_FORMS, Device, check_device, is_cuda, is_device
+from recitation.registry import Registry, paths
 
 BACKEND_CLASSES: dict[str, str] = {
     "local": "recitation.models.local:LocalModel",
@@ -42,7 +42,12 @@ BACKEND_CLASSES: dict[str, str] = {
 """The backend registry: name -> ``module:Class`` of a :class:`~recitation.models.base.Model`
 whose ``from_config`` builds it (imported only when a model of it is built or its
 capabilities are asked for). A new backend is one module and one line here: config
-validation, the spec grammar, CLI choices, the audit's plan and the docs read this."""
+validation, the spec grammar, CLI choices, the audit's plan and the docs read this; a backend
+of another package is a ``recitation.backends`` entry point (:data:`BACKENDS`)."""
+
+BACKENDS: Registry[str] = paths("backend", BACKEND_CLASSES)
+""":data:`BACKEND_CLASSES`, then the ``recitation.backends`` entry points of other packages
+(:mod:`recitation.registry`)."""
 
 
 LOCAL_DTYPES = ("float32", "bfloat16")
@@ -82,17 +87,12 @@ def dtype_key(dtype: str) -> dict[str, str]:
 
 def backend_names() -> tuple[str, ...]:
     """Every registered backend name, in registry order (read at call time)."""
-    return tuple(BACKEND_CLASSES)
+    return tuple(BACKENDS.names())
 
 
 def check_backend(name: str) -> str:
     """``name`` when registered, else a ConfigError with the choices (and a "did you mean")."""
-    if name not in BACKEND_CLASSES:
-        close = difflib.get_close_matches(name, list(BACKEND_CLASSES), n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        raise ConfigError(f"unknown backend '{name}'{hint}; choose from "
-                          f"{', '.join(BACKEND_CLASSES)}")
-    return name
+    return BACKENDS.check(name)
 
 _SECRET_FIELDS = {"api_key", "apikey", "key", "token", "secret", "password"}
 
@@ -156,7 +156,7 @@ class ModelConfig(BaseModel):
 
 
 def spec_help() -> str:
-    return ("backend:model[@url], backend one of " + ", ".join(BACKEND_CLASSES)
+    return ("backend:model[@url], backend one of " + ", ".join(backend_names())
             + f"; a bare name or path is a local model, [local:]model[@device] with device "
               f"one of {DEVICE_FORMS}")
 
@@ -237,7 +237,7 @@ def parse_model_spec(spec: str, key_env: str | None = None) -> dict[str, Any]:
     model gets one worker and batches of 8. ``key_env`` names the variable holding the key.
     """
     backend, sep, rest = spec.partition(":")
-    if not sep or backend not in BACKEND_CLASSES:
+    if not sep or backend not in BACKENDS:
         backend, rest = "local", spec
     model, at, base_url = rest.partition("@") if backend != "local" else (rest, "", "")
     device = None
@@ -262,7 +262,7 @@ def parse_model_spec(spec: str, key_env: str | None = None) -> dict[str, Any]:
 def spec_backend(spec: str) -> str | None:
     """The backend a spec names explicitly (``openai:...``), or None for a bare name/path."""
     backend, sep, _ = spec.partition(":")
-    return backend if sep and backend in BACKEND_CLASSES else None
+    return backend if sep and backend in BACKENDS else None
 
 
 def resolve_model_spec(spec: str, *, backend: str | None = None, base_url: str | None = None,

@@ -1,9 +1,11 @@
 """Build backends from configuration; heavy SDKs are imported only when asked for.
 
-The backend registry itself is :data:`recitation.models.config.BACKEND_CLASSES` (name ->
-``module:Class``); :func:`backend_class` imports a class, :func:`capabilities_of` tells what
-a backend can do (and whether it runs here, at no cost) before any model is built, and
-:func:`build_backend` builds one through the class's ``from_config``.
+The backend registry itself is :data:`recitation.models.config.BACKENDS` (name ->
+``module:Class``: the built-in :data:`~recitation.models.config.BACKEND_CLASSES`, then the
+``recitation.backends`` entry points of other packages); :func:`backend_class` imports a
+class, :func:`capabilities_of` tells what a backend can do (and whether it runs here, at no
+cost) before any model is built, and :func:`build_backend` builds one
+through the class's ``from_config``.
 
 Within :func:`shared_backends` (an audit: every run of every model) a backend is built once
 per distinct configuration and shared, so a local model is loaded once, not once per run.
@@ -11,14 +13,18 @@ per distinct configuration and shared, so a local model is loaded once, not once
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
 from recitation.errors import ConfigError
 from recitation.models.base import Capabilities, Model
-from recitation.models.config import BACKEND_CLASSES, ModelConfig, backend_names, check_backend
+from recitation.models.config import (
+    BACKEND_CLASSES,
+    BACKENDS,
+    ModelConfig,
+    backend_names,
+)
 
 __all__ = ["BACKEND_CLASSES", "backend_class", "backend_for", "backend_names", "build_backend",
            "capabilities_of", "shared_backends"]
@@ -33,11 +39,10 @@ _POOL: ContextVar[dict[str, Model] | None] = ContextVar("recitation_backends", d
 
 def backend_class(backend: str) -> type[Model]:
     """The class of the backend named ``backend`` (importing it loads no SDK and no torch)."""
-    module, _, attr = BACKEND_CLASSES[check_backend(backend)].partition(":")
-    cls = getattr(importlib.import_module(module), attr, None)
+    cls = BACKENDS.load(backend)
     if not (isinstance(cls, type) and issubclass(cls, Model)):
-        raise ConfigError(f"backend registry: '{BACKEND_CLASSES[backend]}' is not a Model "
-                          "class")
+        where = BACKENDS.origin(backend) or f"'{BACKENDS.entry(backend)}'"
+        raise ConfigError(f"backend registry: {where} is not a Model class")
     return cls
 
 

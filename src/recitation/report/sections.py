@@ -1,5 +1,5 @@
 """Report sections as plug-ins: a section is one module with a :class:`Section` and one line
-in :data:`SECTIONS`.
+in :data:`SECTIONS` (or, from another package, a ``recitation.sections`` entry point).
 
 A section reads what it shows from the audit folder alone (its run stores, through
 ``collect``), returns JSON-serializable data (kept in ``report.json`` under
@@ -11,13 +11,13 @@ everywhere else). docs/adding-a-report-section.md walks through one.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from recitation.errors import ConfigError
+from recitation.registry import Registry, paths
 
 
 @dataclass(frozen=True)
@@ -38,15 +38,19 @@ SECTIONS: dict[str, str] = {
 """name -> ``module:attr`` of its :class:`Section`, in the order the reports show them
 (after the verdict and each model's details)."""
 
+REGISTRY: Registry[str] = paths("report section", SECTIONS)
+""":data:`SECTIONS`, then the ``recitation.sections`` entry points of other packages
+(:mod:`recitation.registry`), shown after the built-in ones."""
+
 
 def sections() -> list[Section]:
     """The registered sections (their modules imported now)."""
     out = []
-    for name, path in SECTIONS.items():
-        module, _, attr = path.partition(":")
-        sec = getattr(importlib.import_module(module), attr, None)
+    for name, path in REGISTRY.entries().items():
+        sec = REGISTRY.load(name)
         if not isinstance(sec, Section) or sec.name != name:
-            raise ConfigError(f"report section registry: '{path}' holds no Section "
+            where = REGISTRY.origin(name) or f"'{path}'"
+            raise ConfigError(f"report section registry: {where} holds no Section "
                               f"named '{name}'")
         out.append(sec)
     return out

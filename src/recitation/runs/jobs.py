@@ -13,14 +13,13 @@ A job's life in a run (see :mod:`recitation.runs.runner`):
    runner stores it (meta ``<job>_report``) and ``summary`` shows it.
 
 Jobs are registered by name with a lazy ``module:Class`` path (heavy imports happen only for
-the job that runs); unknown names get a "did you mean".
+the job that runs; another package registers one as a ``recitation.jobs`` entry point);
+unknown names get a "did you mean" (:mod:`recitation.registry`).
 """
 
 from __future__ import annotations
 
 import abc
-import difflib
-import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -29,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 
 from recitation.errors import ConfigError
 from recitation.models.base import Model
+from recitation.registry import Registry, paths
 
 if TYPE_CHECKING:
     from recitation.runs.config import ModelConfig
@@ -176,13 +176,17 @@ JOBS: dict[str, str] = {
 }
 
 
+REGISTRY: Registry[str] = paths("job", JOBS)
+""":data:`JOBS`, then the ``recitation.jobs`` entry points of other packages
+(:mod:`recitation.registry`)."""
+
+
 def job_class(name: str) -> type[Job]:
-    if name not in JOBS:
-        close = difflib.get_close_matches(name, list(JOBS), n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else f"; known jobs: {sorted(JOBS)}"
-        raise ConfigError(f"job: unknown job '{name}'{hint}")
-    module, _, cls = JOBS[name].partition(":")
-    job: type[Job] = getattr(importlib.import_module(module), cls)
+    REGISTRY.check(name, "job")
+    job = REGISTRY.load(name)
+    if not (isinstance(job, type) and issubclass(job, Job)):
+        where = REGISTRY.origin(name) or f"'{REGISTRY.entry(name)}'"
+        raise ConfigError(f"job registry: {where} is not a Job class")
     return job
 
 
