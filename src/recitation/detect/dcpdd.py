@@ -123,14 +123,13 @@ _COUNTED: dict[str, TokenFrequencies] = {}
 def _corpus_key(spec: str) -> str | None:
     """What the counts of corpus ``spec`` depend on: the KJV data file's or the corpus
     file's SHA-256 (None for a missing file: the count then says what is wrong)."""
-    import hashlib
-
     from recitation.corpus.kjv import kjv_path
+    from recitation.digest import file_sha256
 
     path = kjv_path() if spec == DEFAULT_CORPUS else Path(spec).expanduser()
     if not path.is_file():
         return None
-    return f"{spec}:{hashlib.sha256(path.read_bytes()).hexdigest()}"
+    return f"{spec}:{file_sha256(path)}"
 
 
 def reference_counts(spec: str, tok: Any) -> TokenFrequencies:
@@ -231,7 +230,7 @@ DCPDD = MethodInfo(
     summary="mean over first-occurrence tokens of min(p * log(1 / f), a), f the token's "
     "frequency in a reference corpus (default: the KJV); higher means member",
     runner="recitation.detect.dcpdd:DcpddDetector", options=("dcpdd_corpus", "dcpdd_a"),
-    audit=AuditUse(run="detect", order=60, primary=("dcpdd",), verdict=False,
+    audit=AuditUse(run="detect", order=60, primary=("dcpdd",), verdict=False, catalogue=2,
                    why="reported, not in the verdict: it reads the same log-probabilities "
                    "as the white-box family (a further Bonferroni test would lower the "
                    "verdict's power and add little)"))

@@ -31,6 +31,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from recitation.digest import file_sha256
+
 O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
 O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 O200K_CACHE_NAME = hashlib.sha1(O200K_URL.encode()).hexdigest()
@@ -71,7 +73,7 @@ def local_o200k_file() -> Path | None:
     """A local, hash-verified ``o200k_base.tiktoken`` under tiktoken's cache name."""
     for d in _cache_dirs():
         path = d / O200K_CACHE_NAME
-        if path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == O200K_SHA256:
+        if path.is_file() and file_sha256(path) == O200K_SHA256:
             return path
     return None
 

@@ -10,6 +10,8 @@ import os
 import threading
 from pathlib import Path
 
+from recitation.digest import file_sha256 as sha256_of
+
 log = logging.getLogger(__name__)
 
 
@@ -26,8 +28,9 @@ _MEMO_MIN_BYTES = 1 << 20
 
 
 def file_sha256(path: Path) -> str:
-    """SHA-256 of a file's content. Files of 1 MB or more are hashed once per resolved path,
-    size and modification time: the result is remembered under :func:`model_cache_dir`."""
+    """SHA-256 of a file's content (:func:`recitation.digest.file_sha256`). Files of 1 MB or
+    more are hashed once per resolved path, size and modification time: the result is
+    remembered under :func:`model_cache_dir`."""
     st = path.stat()
     memo = None
     if st.st_size >= _MEMO_MIN_BYTES:
@@ -39,11 +42,7 @@ def file_sha256(path: Path) -> str:
             known = ""
         if len(known) == 64:
             return known
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    digest = h.hexdigest()
+    digest = sha256_of(path)
     if memo is not None:
         try:
             memo.parent.mkdir(parents=True, exist_ok=True)

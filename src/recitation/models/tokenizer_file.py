@@ -16,11 +16,11 @@ corpus counted with the tokenizer is read by the same keys.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from recitation.digest import file_sha256
 from recitation.errors import ConfigError
 from recitation.models.base import TokenScores
 from recitation.models.tokenizer import folder_fingerprint
@@ -84,7 +84,7 @@ class FileTokenizer:
         the same files), else the file's SHA-256."""
         fp = folder_fingerprint(self.path.parent) if self.path.name == "tokenizer.json" \
             else None
-        return fp or hashlib.sha256(self.path.read_bytes()).hexdigest()
+        return fp or file_sha256(self.path)
 
     def describe(self) -> str:
         return str(self.path)

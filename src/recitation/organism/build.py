@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, overload
 
 from recitation._cachedir import cached_folder, file_lock, link_files
+from recitation.digest import file_sha256
 from recitation.organism import train
 from recitation.organism.config import (
     FORMAT,
@@ -54,14 +55,6 @@ class BuildResult:
     reused: bool
 
 
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def base_identity(spec: str) -> dict[str, Any]:
     """What the base model is, by content: the GGUF file's hash, or every file's hash of a
     transformers directory."""
@@ -70,7 +63,7 @@ def base_identity(spec: str) -> dict[str, Any]:
     directory, gguf = resolve_model_path(spec)
     files = [directory / gguf] if gguf else sorted(p for p in directory.rglob("*")
                                                    if p.is_file())
-    return {"spec": spec, "files": {str(p.relative_to(directory)): _file_sha256(p)
+    return {"spec": spec, "files": {str(p.relative_to(directory)): file_sha256(p)
                                     for p in files}}
 
 

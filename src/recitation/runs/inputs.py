@@ -22,21 +22,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from recitation.digest import feed_file
 from recitation.errors import ConfigError
 
 __all__ = ["check_inputs", "fingerprint", "fingerprint_file"]
-
-_CHUNK = 1 << 20
-
-
-def _hash_file(path: Path, h: Any) -> int:
-    size = 0
-    with path.open("rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            h.update(chunk)
-            size += len(chunk)
-    return size
-
 
 def fingerprint_file(path: Path) -> dict[str, Any]:
     """``{"path", "sha256", "bytes"}`` (and ``"files"`` for a folder) of one input.
@@ -49,10 +38,10 @@ def fingerprint_file(path: Path) -> dict[str, Any]:
         size = 0
         for f in files:
             h.update(f.relative_to(path).as_posix().encode("utf-8") + b"\0")
-            size += _hash_file(f, h)
+            size += feed_file(f, h)
         return {"path": str(path), "sha256": h.hexdigest(), "bytes": size,
                 "files": len(files)}
-    size = _hash_file(path, h)
+    size = feed_file(path, h)
     return {"path": str(path), "sha256": h.hexdigest(), "bytes": size}
 
 
