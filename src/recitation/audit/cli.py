@@ -29,6 +29,9 @@ SETTINGS: tuple[tuple[str, str, Any, str], ...] = (
      "reproduction null (a model that cannot have memorized the text)"),
     ("--null-alpha", "null_alpha", float, "the reproduction null's level over the passages"),
     ("--seed", "seed", int, "seed"),
+    ("--timeout", "timeout", float, "seconds an API model's request may take (a server on "
+     "this machine: one that times out is not sent again, it fails)"),
+    ("--concurrency", "concurrency", int, "requests an API model is sent at once"),
     ("--signals", "signals", str, "a token-signal store (recitation signals): the "
      "detectors read the texts' scores from it, scoring only what it lacks"),
     ("--tokenizer", "tokenizer", str, "a served model's tokenizer (a folder holding "
@@ -124,6 +127,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 def finish_audit(folder: Path, *, yes: bool = False) -> int:
     """Print the cost estimate (and ask before paid calls), execute the audit's runs, write
     the reports, print the verdict table."""
+    from rich.markup import escape
     from rich.table import Table as RichTable
 
     from recitation.audit.run import execute_audit
@@ -131,9 +135,11 @@ def finish_audit(folder: Path, *, yes: bool = False) -> int:
     from recitation.report.table import VERDICT_COLUMNS
     from recitation.report.write import verdict_rows, write_findings
     from recitation.runs.audits import load_manifest
-    from recitation.runs.console import console
+    from recitation.runs.console import console, err_console
 
     manifest = load_manifest(folder)
+    for note in manifest.get("notices", []):  # the defaults that changed what is audited
+        err_console.print(f"notice: {escape(note)}")
     c = manifest["controls"]
     console.print(f"controls: {c['reason']}" + (f" ({c['n']} passages)" if c["n"] else ""))
     if not _go_ahead(folder, yes):

@@ -175,7 +175,9 @@ def load_passages(spec: str, passage_words: int) -> list[Passage]:
                               "of .txt files, a .jsonl of passages, kjv:... or builtin:...)")
     out = [x for x in out if len(x.text.split()) >= 8]
     if not out:
-        raise CorpusError(f"'{spec}' gave no passage of at least 8 words")
+        from recitation.audit.notices import no_passage_message
+
+        raise CorpusError(no_passage_message(spec, passage_words))
     return out
 
 

@@ -42,6 +42,7 @@ from recitation.audit.inputs import (
     spec_hashes,
     write_jsonl,
 )
+from recitation.audit.notices import controls_notice, cut_notice, jsonl_lengths, kept_notices
 from recitation.audit.recap import create_recap_runs
 from recitation.audit.sampling import select_passages
 from recitation.errors import ConfigError
@@ -101,6 +102,9 @@ class AuditSettings(BaseModel):
     null_alpha: float = Field(DEFAULT_ALPHA, gt=0, lt=1, description="the null's family-wise "
                               "level over the text passages (Bonferroni)")
     seed: int = 0
+    timeout: float | None = Field(None, gt=0, description="an API model: 60 s plus 1 s per "
+                                  "20 tokens of the longest reply the audit asks for")
+    concurrency: int | None = Field(None, ge=1, description="an API model: 4")
     cache: bool = True
     signals: ResolvedPath | None = Field(None, description="none: scored through the model")
     tokenizer: TokenizerPath | None = Field(None, description="none: DC-PDD only where the "
@@ -119,11 +123,29 @@ same texts; docs/benchmarks.md)."""
 
 
 def model_for_runs(spec: str, s: AuditSettings) -> dict[str, Any]:
-    """The model config of every run of ``spec``: its spec and the batch size."""
+    """The model config of every run of ``spec``: its spec and the batch size; for an API
+    model, the request timeout (:func:`request_timeout`) and the concurrency when set."""
     model = parse_model_spec(spec)
     caps = capabilities_of(model["backend"])
-    return model | {"batch_size": s.batch_size or (LOCAL_BATCH if caps.local and caps.batching
-                                                   else 8)}
+    model |= {"batch_size": s.batch_size or (LOCAL_BATCH if caps.local and caps.batching
+                                             else 8)}
+    if caps.local:
+        return model
+    if s.concurrency:
+        model["concurrency"] = s.concurrency
+    return model | {"timeout": request_timeout(s)}
+
+
+def request_timeout(s: AuditSettings) -> float:
+    """Seconds an API model's request may take: ``timeout``, else the extract command's rule
+    (60 s plus 1 s per 20 tokens) for the longest reply the audit asks for: prefix probing's
+    continuation, RECAP's attempt and its feedback hint."""
+    from recitation.extract.agents import request_timeout as scaled
+
+    if s.timeout:
+        return s.timeout
+    longest = s.max_new_tokens or 2 * s.passage_words + 8  # RECAP's cap (audit/recap.py)
+    return scaled(max(longest, s.recap_hint_tokens) if s.recap_passages else longest)
 
 
 def plan_methods(spec: str, settings: AuditSettings, n_controls: int | None = None
@@ -226,21 +248,39 @@ def _mode(spec: str) -> str:
     return "completion" if caps.completion else "chat"
 
 
-def _controls(s: AuditSettings, text: list[str], controls: list[str]) -> ControlSet:
+def _load(group: str, specs: list[str], s: AuditSettings, notes: list[str]) -> list[Passage]:
+    """The passages of ``specs``; how each was cut, noted (audit/notices.py)."""
+    out: list[Passage] = []
+    for spec in specs:
+        ps = load_passages(spec, s.passage_words)
+        if note := cut_notice(group, spec, ps, s.passage_words, jsonl_lengths(spec)):
+            notes.append(note)
+        out += ps
+    return out
+
+
+def _controls(s: AuditSettings, text: list[str], controls: list[str],
+              notes: list[str]) -> ControlSet:
     if controls:
-        ps = [p for c in controls for p in load_passages(c, s.passage_words)]
-        return ControlSet(pick(ps, s.controls), list(controls), False,
-                          given_controls_reason(controls))
-    found = builtin_controls(text, s.passage_words)
-    return ControlSet(pick(found.passages, s.controls), found.spec, True, found.reason)
+        ps = _load("controls", controls, s, notes)
+        found = ControlSet(ps, list(controls), False, given_controls_reason(controls))
+    else:
+        found = builtin_controls(text, s.passage_words)
+    kept = pick(found.passages, s.controls)
+    if note := controls_notice(len(found.passages), len(kept)):
+        notes.append(note)
+    return ControlSet(kept, found.spec, found.builtin, found.reason)
 
 
-def _text_passages(text: list[str], s: AuditSettings
+def _text_passages(text: list[str], s: AuditSettings, notes: list[str]
                    ) -> tuple[list[Passage], dict[str, Any] | None]:
     """The audited passages (``passages`` of each work) and, for books drawn by chapter,
     the sampling design's record (audit/sampling.py)."""
-    every = [p for t in text for p in load_passages(t, s.passage_words)]
-    return select_passages(every, s.passages, by_chapter=s.sample == "chapters", seed=s.seed)
+    every = _load("text", text, s, notes)
+    chapters = s.sample == "chapters"
+    kept, design = select_passages(every, s.passages, by_chapter=chapters, seed=s.seed)
+    notes += kept_notices(every, kept, by_chapter=chapters, seed=s.seed)
+    return kept, design
 
 
 def create_audit(text: list[str], models: list[str], controls: list[str],
@@ -257,8 +297,9 @@ def _create_audit(text: list[str], models: list[str], controls: list[str],
                   name: str) -> Path:
     if not text or not models:
         raise ConfigError("audit: give at least one --text and one --model")
-    passages, sampling = _text_passages(text, settings)
-    ctl = _controls(settings, text, controls)
+    notes: list[str] = []
+    passages, sampling = _text_passages(text, settings, notes)
+    ctl = _controls(settings, text, controls, notes)
     for m in models:  # a bad spec or an unbuilt organism: refused before anything is written
         registry.backend_for(m)
     plans = {m: plan_methods(m, settings, len(ctl.passages)) for m in models}
@@ -283,7 +324,8 @@ def _create_audit(text: list[str], models: list[str], controls: list[str],
         "text": text, "controls": {"specs": ctl.spec, "builtin": ctl.builtin,
                                    "reason": ctl.reason, "n": len(ctl.passages)},
         "settings": settings.model_dump(mode="json"), "redact": redact, "inputs": files,
-        "input_hashes": spec_hashes(list(text) + list(controls)), "models": entries}
+        "input_hashes": spec_hashes(list(text) + list(controls)), "models": entries,
+        "notices": notes}
     if sampling is not None:
         manifest["sampling"] = sampling
     save_manifest(folder, manifest)
