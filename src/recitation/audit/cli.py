@@ -81,6 +81,9 @@ def add_audit_parser(sub: Any) -> None:
                    help="skip PEARL (the costliest black-box detector)")
     p.add_argument("--no-cache", dest="setting_cache", action="store_false", default=None,
                    help="do not use the response cache")
+    p.add_argument("--detector-option", action="append", default=[], dest="detector_option",
+                   metavar="FAMILY.KEY=VALUE", help="an option of a detector family that "
+                   "declares its own (a plug-in's; repeatable), for the detect runs it is in")
     p.add_argument("--yes", action="store_true", help="make paid calls without asking (the "
                    "cost estimate is printed first either way)")
     p.add_argument("--resume", metavar="AUDIT", default=None,
@@ -98,6 +101,10 @@ def settings_from(args: argparse.Namespace) -> Any:
              if getattr(args, f"setting_{f}") is not None}
     if args.corpus:
         given["corpus"] = list(args.corpus)
+    if getattr(args, "detector_option", None):
+        from recitation.method_options import parse_pairs
+
+        given["detector_options"] = parse_pairs(args.detector_option)
     return AuditSettings(**given)
 
 

@@ -47,6 +47,7 @@ from recitation.audit.recap import create_recap_runs
 from recitation.audit.sampling import select_passages
 from recitation.errors import ConfigError
 from recitation.extract.null import DEFAULT_NULL_MODEL
+from recitation.method_options import check_options
 from recitation.methods import Access
 from recitation.metrics.fdr import DEFAULT_Q
 from recitation.metrics.null import DEFAULT_ALPHA
@@ -109,6 +110,17 @@ class AuditSettings(BaseModel):
     signals: ResolvedPath | None = Field(None, description="none: scored through the model")
     tokenizer: TokenizerPath | None = Field(None, description="none: DC-PDD only where the "
                                            "backend has its own tokenizer")
+    detector_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="a detector family's own options (family -> "
+        "{key: value}: --detector-option FAMILY.key=value), for the detect runs it is in")
+
+    @field_validator("detector_options")
+    @classmethod
+    def _family_options(cls, v: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        try:
+            return check_options("detector", v)
+        except ConfigError as e:
+            raise ValueError(str(e)) from None
 
     @field_validator("null_model")
     @classmethod
@@ -237,7 +249,9 @@ def _detect_cfg(spec: str, s: AuditSettings, families: list[str], text: Path,
               "perturbations": s.pearl_perturbations, "max_intensity": s.pearl_max_intensity,
               "outputs": s.pearl_outputs, "target_fpr": s.target_fpr,
               "n_bootstrap": s.n_bootstrap, "passage_words": s.passage_words,
-              "signals": s.signals, "tokenizer": s.tokenizer}
+              "signals": s.signals, "tokenizer": s.tokenizer,
+              "detector_options": {f: o for f, o in s.detector_options.items()
+                                   if f in families}}
     model = model_for_runs(spec, s)
     return parse_config({"job": "detect", "name": "audit-detect", "seed": s.seed,
                          "model": model, "cache": s.cache, "params": params}, source="audit")

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from recitation.method_options import FLAG
 from recitation.models.config import add_device_option
 
 EXAMPLES = """examples:
@@ -23,8 +24,7 @@ model specs (--model, --reference-model): backend:model[@url]; a bare name or pa
 
 def add_detect_parser(sub: Any) -> None:
     p = sub.add_parser("detect", help="membership detection: PEARL and white-box scores, "
-                       "calibrated on controls", epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       "calibrated on controls", epilog=EXAMPLES, formatter_class=_ParamsHelp)
     from recitation.models.config import backend_names
 
     p.add_argument("--model", default="smollm2", metavar="SPEC",
@@ -36,28 +36,31 @@ def add_detect_parser(sub: Any) -> None:
     p.add_argument("--api-key-env", default=None, help="NAME of the env var holding the key")
     p.add_argument("--members", action="append", default=None, metavar="SRC",
                    help="audited samples: PATH.jsonl | PATH.txt | book:PATH | kjv:famous | "
-                   "kjv:REF;REF | humaneval[:A-B] | builtin:NAME (repeatable; "
-                   "default kjv:famous-long: PEARL-length samples)")
+                   "kjv:REF;REF | humaneval[:A-B] | builtin:NAME (repeatable; the "
+                   "default: PEARL-length samples)")
     p.add_argument("--controls", action="append", default=None, metavar="SRC",
-                   help="text the model cannot have seen, same sources "
-                   "(default builtin:kjv-devotional-long)")
-    p.add_argument("--limit", type=int, default=None, help="samples per source")
+                   help="text the model cannot have seen, same sources")
+    p.add_argument("--limit", type=int, default=None, help="samples per source (default: all)")
     from recitation.methods import families
 
-    p.add_argument("--detectors", nargs="+", default=["pearl", "whitebox"],
-                   choices=families("detector"),
-                   help="detector families (default pearl whitebox; recall: ReCaLL, dcpdd: "
+    p.add_argument("--detectors", nargs="+", default=None, choices=families("detector"),
+                   help="detector families (recall: ReCaLL, dcpdd: "
                    "DC-PDD, neighbourhood: Mattern et al., all need token log-probabilities; "
                    "ezmia: EZ-MIA, needs --reference-model; camia: CAMIA, needs 10+ "
                    "controls; samia: SaMIA, text only; "
                    "'recitation methods --kind detector' lists every method with its family)")
+    p.add_argument(FLAG, action="append", default=[], dest="detector_option",
+                   metavar="FAMILY.KEY=VALUE",
+                   help="an option of a detector family that declares its own (a plug-in's; "
+                   "repeatable), checked against the family's options; 'recitation methods "
+                   "--kind detector --json' lists them under 'options'")
     _add_scoring_options(p)
     _add_pearl_options(p)
     p.add_argument("--reference-model", default=None, metavar="SPEC",
                    help="second model for 'reference', backend:model[@url]")
     p.add_argument("--reference-backend", default=None, choices=backend_names(),
                    help="deprecated: write --reference-model BACKEND:MODEL")
-    p.add_argument("--reference-prefix", default="", help='e.g. "<bos>" for Gemma')
+    p.add_argument("--reference-prefix", default=None, help='e.g. "<bos>" for Gemma')
     _add_calibration_options(p)
     p.add_argument("--budget-tokens", type=int, default=None)
     p.add_argument("--budget-dollars", type=float, default=None)
@@ -86,101 +89,124 @@ def _add_signal_options(p: argparse.ArgumentParser) -> None:
 
 
 def _add_calibration_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--target-fpr", type=float, default=0.05,
+    p.add_argument("--target-fpr", type=float, default=None,
                    help="verdicts flag a new non-member with probability <= this (conformal "
                    "threshold over n + 1 controls; needs >= 1/FPR - 1 controls)")
-    p.add_argument("--calibration", default="conformal", choices=["conformal", "empirical"],
-                   help="threshold rule: conformal (default, out-of-sample FPR bound) or "
+    p.add_argument("--calibration", default=None, choices=["conformal", "empirical"],
+                   help="threshold rule: conformal (out-of-sample FPR bound) or "
                    "empirical (former: FPR on the controls themselves; understates the FPR)")
     p.add_argument("--unlabelled", action="store_true",
                    help="audited samples are not known members: no AUC / TPR")
-    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples")
+    p.add_argument("--bootstrap", dest="n_bootstrap", type=int, default=None,
+                   help="bootstrap resamples")
 
 
 def _add_scoring_options(p: argparse.ArgumentParser) -> None:
     """Options of the score-based detectors: n-gram Min-K%, ReCaLL, DC-PDD."""
-    p.add_argument("--min-k-ngram", type=int, default=1, metavar="N",
+    p.add_argument("--min-k-ngram", type=int, default=None, metavar="N",
                    help="N > 1: also Min-K%% over the means of N-token windows "
-                   "(min_k_K_ngramN; default 1: off)")
-    p.add_argument("--recall-shots", type=int, default=3, metavar="N",
+                   "(min_k_K_ngramN; 1: off)")
+    p.add_argument("--recall-shots", type=int, default=None, metavar="N",
                    help="ReCaLL: the first N controls form the non-member prefix (and get "
-                   "no ReCaLL score; default 3)")
-    p.add_argument("--dcpdd-corpus", default="kjv", metavar="kjv|PATH",
-                   help="DC-PDD reference corpus for token frequencies: kjv (default, "
-                   "public domain, installed) or a .txt / .jsonl (field 'text') file")
-    p.add_argument("--dcpdd-a", type=float, default=0.01,
-                   help="DC-PDD upper bound per token (default 0.01, the authors')")
+                   "no ReCaLL score)")
+    p.add_argument("--dcpdd-corpus", default=None, metavar="kjv|PATH",
+                   help="DC-PDD reference corpus for token frequencies: kjv (public domain, "
+                   "installed) or a .txt / .jsonl (field 'text') file")
+    p.add_argument("--dcpdd-a", type=float, default=None,
+                   help="DC-PDD upper bound per token (the authors')")
     p.add_argument("--tokenizer", default=None, metavar="PATH",
                    help="the model's tokenizer, for a served model (an API exposes none): a "
                    "folder holding tokenizer.json, or that file; DC-PDD counts its reference "
                    "corpus with it, after checking it tokenizes as the server does")
-    p.add_argument("--samia-samples", type=int, default=10, metavar="N",
-                   help="SaMIA: sampled continuations per sample (default 10, the authors')")
+    p.add_argument("--samia-samples", type=int, default=None, metavar="N",
+                   help="SaMIA: sampled continuations per sample (the authors')")
     p.add_argument("--samia-max-tokens", type=int, default=None, metavar="N",
                    help="SaMIA: new tokens per continuation (default: 1,024 less the "
                    "prompt, the authors' max_length)")
-    p.add_argument("--neighbours", type=int, default=25, metavar="N",
-                   help="neighbourhood: one-word neighbours per sample (default 25, MIMIR's)")
-    p.add_argument("--ezmia-max-tokens", type=int, default=128, metavar="N",
-                   help="EZ-MIA: tokens of each text scored (default 128, the authors')")
-    p.add_argument("--ezmia-saturate", action="store_true",
+    p.add_argument("--neighbours", type=int, default=None, metavar="N",
+                   help="neighbourhood: one-word neighbours per sample (MIMIR's)")
+    p.add_argument("--ezmia-max-tokens", type=int, default=None, metavar="N",
+                   help="EZ-MIA: tokens of each text scored (the authors')")
+    p.add_argument("--ezmia-saturate", action="store_true", default=None,
                    help="EZ-MIA (ours): a text the fine-tune gets right almost everywhere, or "
                    "whose every error-zone token gained, scores highest instead of 0.0")
 
 
 def _add_pearl_options(p: argparse.ArgumentParser) -> None:
     """PEARL options: perturbations, outputs, decoding and the published-vs-ours variants."""
-    p.add_argument("--perturbations", nargs="+", default=["bitflip", "synonym"])
-    p.add_argument("--task", default="auto", choices=["auto", "completion", "summarization"])
-    p.add_argument("--mode", default="completion", choices=["completion", "chat"])
-    p.add_argument("--outputs", type=int, default=10, help="outputs per intensity (i)")
-    p.add_argument("--max-intensity", type=int, default=5)
-    p.add_argument("--temperature", type=float, default=0.3,
-                   help="sampling temperature (default 0.3, the papers' setting)")
+    p.add_argument("--perturbations", nargs="+", default=None, help="PEARL's perturbations")
+    p.add_argument("--task", default=None, choices=["auto", "completion", "summarization"],
+                   help="PEARL's task")
+    p.add_argument("--mode", default=None, choices=["completion", "chat"],
+                   help="completion or chat prompts")
+    p.add_argument("--outputs", type=int, default=None, help="outputs per intensity (i)")
+    p.add_argument("--max-intensity", type=int, default=None, help="PEARL's highest intensity")
+    p.add_argument("--temperature", type=float, default=None,
+                   help="sampling temperature (the papers' setting)")
     p.add_argument("--greedy", action="store_true",
                    help="greedy decoding (temperature 0: one output per input)")
-    p.add_argument("--bitflip-scale", default="published",
+    p.add_argument("--bitflip-scale", default=None,
                    choices=["published", "utf8-percent"],
                    help="published: each bit of the token ids flips with probability k/1000 "
                    "(the authors' code); utf8-percent: k%% of the UTF-8 bits (our variant)")
-    p.add_argument("--bitflip-tokenizer", default="auto", choices=["auto", "o200k", "target"],
+    p.add_argument("--bitflip-tokenizer", default=None, choices=["auto", "o200k", "target"],
                    help="token ids of the published bit flip: o200k (GPT-4o, as the "
                    "authors) when installed, else the target's (auto)")
-    p.add_argument("--sensitivity", default="absolute", choices=["absolute", "signed"],
+    p.add_argument("--sensitivity", default=None, choices=["absolute", "signed"],
                    help="absolute: largest |perf[k] - perf[k+1]| (as published); signed: "
                    "largest drop")
-    p.add_argument("--ncd", default="zlib", choices=["zlib", "zlib9"],
+    p.add_argument("--ncd", default=None, choices=["zlib", "zlib9"],
                    help="zlib: textdistance's zlib_ncd, as the authors; zlib9: our earlier "
                    "NCD (level 9, header kept, one order)")
-    p.add_argument("--passage-words", type=int, default=250,
-                   help="words per passage of book/.txt sources (default 250)")
+    p.add_argument("--passage-words", type=int, default=None,
+                   help="words per passage of book/.txt sources")
     p.add_argument("--max-new-tokens", type=int, default=None,
                    help="per generation (default: from the reference's length)")
-    p.add_argument("--gfd-tau", type=float, default=0.2)
+    p.add_argument("--gfd-tau", type=float, default=None, help="PEARL's GFD threshold")
+
+
+PARAMS: tuple[str, ...] = (
+    "members", "controls", "limit", "detectors", "perturbations", "task", "mode", "outputs",
+    "max_intensity", "temperature", "gfd_tau", "bitflip_scale", "bitflip_tokenizer",
+    "sensitivity", "ncd", "passage_words", "max_new_tokens", "target_fpr", "calibration",
+    "n_bootstrap", "reference_prefix", "min_k_ngram", "recall_shots", "dcpdd_corpus",
+    "dcpdd_a", "tokenizer", "samia_samples", "samia_max_tokens", "neighbours",
+    "ezmia_max_tokens", "ezmia_saturate", "signals")
+"""The options that are DetectParams fields of the same name: an option left out takes the
+field's default (:func:`_params`), the one place it is written."""
+
+
+def param_defaults() -> dict[str, Any]:
+    """The defaults of :data:`PARAMS`, read from DetectParams."""
+    from recitation.detect.job import DetectParams
+
+    return {f: DetectParams.model_fields[f].get_default(call_default_factory=True)
+            for f in PARAMS}
+
+
+class _ParamsHelp(argparse.RawDescriptionHelpFormatter):
+    """Appends each DetectParams option's default to its help, read when the help is shown
+    (building the parser for another command imports no detector)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.dest not in PARAMS or action.default is not None or not action.help:
+            return action.help
+        value = param_defaults()[action.dest]
+        shown = " ".join(value) if isinstance(value, list) else str(value)
+        return f"{action.help} (default: {shown.replace('%', '%%')})"
 
 
 def _params(args: argparse.Namespace) -> dict[str, Any]:
-    params: dict[str, Any] = {
-        "members": args.members or ["kjv:famous-long"],
-        "controls": args.controls or ["builtin:kjv-devotional-long"],
-        "limit": args.limit, "detectors": args.detectors,
-        "perturbations": args.perturbations, "task": args.task, "mode": args.mode,
-        "outputs": args.outputs, "max_intensity": args.max_intensity,
-        "temperature": 0.0 if args.greedy else args.temperature, "gfd_tau": args.gfd_tau,
-        "bitflip_scale": args.bitflip_scale, "bitflip_tokenizer": args.bitflip_tokenizer,
-        "sensitivity": args.sensitivity, "ncd": args.ncd, "passage_words": args.passage_words,
-        "max_new_tokens": args.max_new_tokens,
-        "target_fpr": args.target_fpr, "calibration": args.calibration,
-        "labelled": not args.unlabelled,
-        "n_bootstrap": args.bootstrap, "reference_prefix": args.reference_prefix,
-        "min_k_ngram": args.min_k_ngram, "recall_shots": args.recall_shots,
-        "dcpdd_corpus": args.dcpdd_corpus, "dcpdd_a": args.dcpdd_a,
-        "tokenizer": args.tokenizer,
-        "samia_samples": args.samia_samples, "samia_max_tokens": args.samia_max_tokens,
-        "neighbours": args.neighbours, "ezmia_max_tokens": args.ezmia_max_tokens,
-        "ezmia_saturate": args.ezmia_saturate,
-        "signals": args.signals,
-    }
+    """DetectParams from the options: those given, the fields' defaults for the others."""
+    params = param_defaults() | {f: v for f in PARAMS
+                                 if (v := getattr(args, f, None)) is not None}
+    if args.greedy:
+        params["temperature"] = 0.0
+    params["labelled"] = not args.unlabelled
+    if args.detector_option:
+        from recitation.method_options import parse_pairs
+
+        params["detector_options"] = parse_pairs(args.detector_option)
     if args.reference_model:
         params["reference_model"] = _model_spec(args.reference_model, args.reference_backend,
                                                 None, None, "--reference-model")
