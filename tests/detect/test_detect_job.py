@@ -13,7 +13,7 @@ import pytest
 from recitation.detect.job import DetectJob, DetectParams
 from recitation.detect.report import estimate_calls
 from recitation.detect.samples import load_samples
-from recitation.errors import ConfigError
+from recitation.errors import ConfigError, CorpusError
 from recitation.models.base import GenerationRequest
 from recitation.models.managed import ManagedModel
 from recitation.models.scripted import ScriptedModel
@@ -284,8 +284,12 @@ def test_book_sources_default_to_250_word_passages(tmp_path: Path) -> None:
     book = tmp_path / "book.txt"
     book.write_text(" ".join(f"w{i}" for i in range(700)))
     samples = load_samples(str(book), "member")
-    assert [len(s.text.split()) for s in samples] == [250, 250, 200]
-    assert len(load_samples(str(book), "member", passage_words=60)) == 12  # 11 x 60 + 40
+    # the corpus layer's one cutter (as audit): the last, shorter passage is dropped (this
+    # loader kept a last passage of at least half the length before issue 46)
+    assert [len(s.text.split()) for s in samples] == [250, 250]
+    assert len(load_samples(str(book), "member", passage_words=60)) == 11  # 11 x 60 + 40
+    with pytest.raises(CorpusError, match="lower --passage-words"):
+        load_samples(str(book), "member", passage_words=701)
 
 
 def test_cli_warns_on_stderr_about_short_references(

@@ -4,9 +4,10 @@
 present), a folder of ``.txt`` files, a JSONL file (one passage per line, field ``text``,
 optional ``id``), or a built-in set (``kjv:famous-long``, ``builtin:kjv-devotional-long``).
 Book text is cut into consecutive passages of ``passage_words`` words (the last, shorter,
-dropped); JSONL passages longer than that are cut to it. The passages are written to the
-audit folder as JSONL, and every run of the audit reads those files, so the audit's input
-hashes cover exactly what the model saw.
+dropped) by the corpus layer's one cutter (:mod:`recitation.corpus.passages`, which
+``detect`` and ``extract`` read books with too); JSONL passages longer than that are cut to
+it. The passages are written to the audit folder as JSONL, and every run of the audit reads
+those files, so the audit's input hashes cover exactly what the model saw.
 
 With no ``--controls`` the audit uses a built-in control set only where one fits the text
 (:func:`builtin_controls`); otherwise it runs the extraction on the text alone and the
@@ -21,9 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from recitation.corpus.files import read_text_file
 from recitation.corpus.jsonl import iter_records
-from recitation.corpus.text import strip_gutenberg
+from recitation.digest import file_sha256
 from recitation.errors import ConfigError, CorpusError
 
 
@@ -97,41 +97,12 @@ def _first_words(text: str, n: int) -> str:
     return " ".join(words[:n]) if len(words) > n else text
 
 
-def _book_text(path: Path) -> str:
-    raw = read_text_file(path)
-    if "*** START OF" in raw:
-        body = strip_gutenberg(raw).body
-        if body.strip():
-            return body
-    return raw
-
-
-def _cut(words: list[str], n: int) -> list[str]:
-    return [" ".join(words[i:i + n]) for i in range(0, len(words) - n + 1, n)]
-
-
-def _chapter_marks(text: str) -> list[tuple[int, str]]:
-    """``(first word, heading)`` of each chapter heading of ``text`` (corpus/text.py's rule),
-    ``(0, "Front matter")`` first."""
-    from recitation.corpus.text import DEFAULT_HEADING
-
-    marks, words, pos = [(0, "Front matter")], 0, 0
-    for m in DEFAULT_HEADING.finditer(text):
-        words += len(text[pos:m.start(1)].split())
-        pos = m.start(1)
-        marks.append((words, " ".join(m.group(1).split())))
-    return marks
-
-
 def _from_book(path: Path, passage_words: int, stem: str) -> list[Passage]:
-    text = _book_text(path)
-    chunks = _cut(text.split(), passage_words)
-    marks, out, k = _chapter_marks(text), [], 0
-    for i, c in enumerate(chunks):
-        while k + 1 < len(marks) and marks[k + 1][0] <= i * passage_words:
-            k += 1
-        out.append(Passage(f"{stem}:{i:05d}", c, stem, f"{k:03d} {marks[k][1]}"))
-    return out
+    """The corpus layer's one cutter (as ``detect`` and ``extract`` read a book)."""
+    from recitation.corpus.passages import book_passages
+
+    return [Passage(f"{stem}:{p.index:05d}", p.text, stem, p.chapter)
+            for p in book_passages(path, passage_words)]
 
 
 def _from_jsonl(path: Path, passage_words: int) -> list[Passage]:
@@ -221,10 +192,6 @@ def write_jsonl(path: Path, passages: list[Passage], group: str) -> dict[str, An
             fh.write(json.dumps({"id": p.id, "text": p.text, "group": group,
                                  "source": p.source}, ensure_ascii=False) + "\n")
     return {"path": path.name, "passages": len(passages), "sha256": file_sha256(path)}
-
-
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def spec_hashes(specs: list[str]) -> dict[str, str | None]:

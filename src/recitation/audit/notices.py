@@ -35,11 +35,11 @@ def _book_files(spec: str) -> list[Path]:
 
 def _book_counts(files: Sequence[Path]) -> tuple[int, int]:
     """(paragraphs, words) of the books' text as the audit reads it (licence stripped)."""
-    from recitation.audit.inputs import _book_text
+    from recitation.corpus.passages import read_book_text
 
     paragraphs = words = 0
     for f in files:
-        text = _book_text(f)
+        text = read_book_text(f).body
         paragraphs += sum(1 for b in _PARAGRAPH_BREAK.split(text) if b.strip())
         words += len(text.split())
     return paragraphs, words

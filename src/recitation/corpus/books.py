@@ -13,6 +13,7 @@ from pathlib import Path
 from recitation.corpus.echotrace import load_echotrace
 from recitation.corpus.latex import load_latex
 from recitation.corpus.model import Book
+from recitation.corpus.passages import read_book_text
 from recitation.corpus.pdnc import load_pdnc_novel
 from recitation.corpus.text import load_gutenberg, load_text
 from recitation.errors import CorpusError
@@ -38,13 +39,18 @@ def detect_format(path: str | Path) -> str:
 
 def load_book(path: str | Path, fmt: str = "auto") -> Book:
     """A book from an EchoTrace JSON file, a PDNC novel folder, an arXiv LaTeX source (file
-    or folder) or a plain-text / Project Gutenberg file, checked (see the module docstring)."""
-    p = Path(path)
+    or folder) or a plain-text / Project Gutenberg file, checked (see the module docstring).
+    A text file found by ``auto`` is read as Gutenberg (licence removed) when it has a
+    Gutenberg header: the rule of :func:`recitation.corpus.passages.read_book_text`, so
+    ``extract`` reads the text ``detect`` and ``audit`` cut into passages."""
+    p, auto = Path(path), fmt == "auto"
     if fmt not in FORMATS:
         raise CorpusError(f"unknown book format {fmt!r}; one of {', '.join(FORMATS)}")
     if not p.exists():
         raise CorpusError(f"book not found: {p}")
-    fmt = detect_format(p) if fmt == "auto" else fmt
+    fmt = detect_format(p) if auto else fmt
+    if auto and fmt == "text" and read_book_text(p).had_header:
+        fmt = "gutenberg"
     book: Book
     if fmt == "echotrace":
         book = load_echotrace(p)

@@ -31,6 +31,11 @@ _END = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _FIELD = re.compile(r"^(Title|Author):\s*(.+?)\s*$", re.MULTILINE)
+# a copy that kept only the first line of the header (PDNC's novel texts)
+_TITLE_LINE = re.compile(
+    r"\A\s*The Project Gutenberg e-?Book,? of (?P<title>.+?)(?:, by (?P<author>.+?))?[ \t]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
 _NUMBER = (
     r"(?:\d+|[IVXLCDM]+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
     r"thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|the \w+)"
@@ -52,18 +57,22 @@ class GutenbergText:
 
 
 def strip_gutenberg(raw: str) -> GutenbergText:
-    """Remove the Project Gutenberg header and footer (if present) and read the metadata."""
+    """Remove the Project Gutenberg header and footer (if present) and read the metadata.
+
+    A text without the ``*** START`` marker whose first line is the header's "The Project
+    Gutenberg EBook of TITLE, by AUTHOR" (a copy that kept only that line) loses the line."""
     text = raw.replace("\r\n", "\n").lstrip("\ufeff")
     start = _START.search(text)
-    head = text[: start.start()] if start else ""
-    fields = {k.lower(): v for k, v in _FIELD.findall(head)}
+    line = _TITLE_LINE.match(text) if start is None else None
+    fields = {k.lower(): v for k, v in _FIELD.findall(text[: start.start()] if start else "")}
     body = text[start.end() :] if start else text
+    if line:
+        fields, body = {"title": line["title"], "author": line["author"] or ""}, text[line.end():]
     end = _END.search(body)
     if end:
         body = body[: end.start()]
-    return GutenbergText(
-        body.strip("\n"), fields.get("title", ""), fields.get("author", ""), start is not None
-    )
+    return GutenbergText(body.strip("\n"), fields.get("title", ""), fields.get("author", ""),
+                         start is not None or line is not None)
 
 
 def split_chapters(

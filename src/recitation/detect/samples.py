@@ -11,7 +11,9 @@ A source spec is one of
   input = ``prompt``, reference = ``canonical_solution``, task ``code``;
 * ``book:PATH`` or ``PATH.txt`` — a plain-text book cut into passages of ``passage_words``
   words (default 250, as PEARL's samples: about 260 words, references of 50-60 words;
-  paragraph boundaries are not kept);
+  paragraph boundaries are not kept) by the corpus layer's one cutter
+  (:func:`recitation.corpus.passages.book_passages`, as ``audit`` and ``extract`` read a
+  book: a Project Gutenberg licence removed, the last shorter passage dropped);
 * ``builtin:kjv-devotional`` / ``builtin:kjv-pastiche`` / ``builtin:fresh-code`` — the
   unseen control sets of :mod:`recitation.detect.controls`; ``builtin:kjv-devotional-long``
   — the >= 250-word controls of :mod:`recitation.detect.controls_long`.
@@ -99,13 +101,14 @@ def _builtin(arg: str, label: Label) -> list[Sample]:
 
 
 def _book(path: Path, label: Label, passage_words: int) -> list[Sample]:
-    try:
-        words = path.read_text(encoding="utf-8").split()
-    except OSError as e:
-        raise CorpusError(f"cannot read book {path}: {e.strerror}") from None
-    chunks = [words[i : i + passage_words] for i in range(0, len(words), passage_words)]
-    return [Sample(f"{path.name}:{i:05d}", " ".join(c), label, path.name)
-            for i, c in enumerate(chunks) if len(c) >= max(8, passage_words // 2)]
+    from recitation.corpus.passages import book_passages
+
+    out = [Sample(f"{path.name}:{p.index:05d}", p.text, label, path.name)
+           for p in book_passages(path, passage_words)]
+    if not out:
+        raise CorpusError(f"book {path} is shorter than one passage of {passage_words} "
+                          "words: lower --passage-words")
+    return out
 
 
 def _jsonl(path: Path, label: Label) -> list[Sample]:
