@@ -397,11 +397,14 @@ def describe_missing(name: str, missing: Iterable[Access], where: str) -> str:
     return f"{name} needs {needs}; {where}"
 
 
-def markdown_table(kind: Kind | None = None) -> str:
-    """The method table of docs/methods.md (``recitation methods --markdown``)."""
+def markdown_table(kind: Kind | None = None, *, plugins: bool = True) -> str:
+    """The method table of docs/methods.md (``recitation methods --markdown``; without the
+    plug-ins of other packages where ``plugins`` is false: the docs' table)."""
     rows = ["| method | kind | selected by | paper | access | writes | calls | in an audit |",
             "|---|---|---|---|---|---|---|---|"]
     for m in all_methods(kind):
+        if not plugins and origin(m.name) is not None:
+            continue
         writes = ", ".join(f"`{w}`" for w in m.writes)
         access = ", ".join(sorted(a.value for a in m.access))
         rows.append(f"| `{m.name}` ({m.title}) | {m.kind} | `{m.selected_by}` | {m.paper} "

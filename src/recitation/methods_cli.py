@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from recitation.errors import ConfigError
-from recitation.methods import KINDS, all_methods, markdown_table
+from recitation.methods import KINDS, all_methods, markdown_table, origin
 
 
 def add_methods_parser(sub: Any) -> None:
@@ -29,13 +29,19 @@ def add_methods_parser(sub: Any) -> None:
 BEGIN, END = "<!-- methods:begin -->\n", "<!-- methods:end -->"
 
 
+def package(name: str) -> str:
+    """The package that registers method ``name``: recitation, or a plug-in's."""
+    plug = origin(name)
+    return plug.package if plug is not None else "recitation"
+
+
 def write_docs(path: Path) -> None:
     """Replace the table between ``BEGIN`` and ``END`` in ``path`` with the registry's."""
     text = path.read_text(encoding="utf-8")
     if BEGIN not in text or END not in text:
         raise ConfigError(f"{path}: no method-table markers ({BEGIN.strip()} ... {END})")
     head, rest = text.split(BEGIN, 1)
-    path.write_text(head + BEGIN + markdown_table() + END + rest.split(END, 1)[1],
+    path.write_text(head + BEGIN + markdown_table(plugins=False) + END + rest.split(END, 1)[1],
                     encoding="utf-8")
 
 
@@ -49,7 +55,8 @@ def cmd_methods(args: argparse.Namespace) -> int:
         return 0
     infos = all_methods(args.kind)
     if args.json:
-        print(json.dumps([m.to_dict() for m in infos], indent=2))
+        print(json.dumps([m.to_dict() | {"package": package(m.name)} for m in infos],
+                         indent=2))
         return 0
     from rich.table import Table
 
@@ -59,7 +66,8 @@ def cmd_methods(args: argparse.Namespace) -> int:
     for col in ("method", "kind", "selected by", "paper", "access", "calls"):
         t.add_column(col, overflow="fold")
     for m in infos:
-        t.add_row(f"{m.name}\n({m.title})", m.kind, m.selected_by, m.paper,
+        plug = "" if package(m.name) == "recitation" else f"\nplug-in {package(m.name)}"
+        t.add_row(f"{m.name}\n({m.title}){plug}", m.kind, m.selected_by, m.paper,
                   ", ".join(sorted(a.value for a in m.access)),
                   f"per {m.unit}: {m.calls_formula}")
     console.print(t)

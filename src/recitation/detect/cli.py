@@ -204,9 +204,10 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
         params["temperature"] = 0.0
     params["labelled"] = not args.unlabelled
     if args.detector_option:
-        from recitation.method_options import parse_pairs
+        from recitation.method_options import check_options, parse_pairs
 
-        params["detector_options"] = parse_pairs(args.detector_option)
+        params["detector_options"] = check_options(  # typed values in the run's config
+            "detector", parse_pairs(args.detector_option), params["detectors"])
     if args.reference_model:
         params["reference_model"] = _model_spec(args.reference_model, args.reference_backend,
                                                 None, None, "--reference-model")
