@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from recitation import methods
 from recitation.audit.inputs import builtin_controls, load_passages, pick
 from recitation.audit.run import (
     AuditSettings,
@@ -19,6 +20,7 @@ from recitation.audit.run import (
 )
 from recitation.cli import main
 from recitation.errors import ConfigError, CorpusError
+from recitation.models.registry import capabilities_of
 from recitation.runs.audits import load_manifest
 from recitation.runs.store import RunStore
 
@@ -29,7 +31,14 @@ def test_methods_follow_the_models_access() -> None:
     left out with the reason."""
     s = AuditSettings()
     chosen, skipped = plan_methods("scripted:x", s, 12)
-    assert chosen == ["prefix_probe", "recap", "pearl", "whitebox", "recall"]
+    have = methods.model_access(capabilities_of("scripted"))
+    have |= {methods.Access.HELPER_MODEL, methods.Access.JUDGE_MODEL}  # itself, it generates
+    fits = [f.family for f in methods.audit_families()  # whatever is registered
+            if any(not methods.missing_access(m, have) for m in f.methods)
+            and f.use.min_controls <= 12]
+    assert chosen == fits and set(chosen) | set(skipped) >= {
+        f.family for f in methods.audit_families()}
+    assert {"prefix_probe", "recap", "pearl", "whitebox", "recall"} <= set(chosen)
     assert "corpus_index" in skipped["simpletrace"] and "tokenizer" in skipped["dcpdd"]
     chosen, skipped = plan_methods("anthropic:claude-3-7-sonnet-latest",
                                    s.model_copy(update={"corpus": ["idx"]}), 12)
