@@ -88,7 +88,8 @@ def test_detect_records_by_hand_one_orientation_for_calibration_and_report() -> 
     and a sample that is neither text nor control left out."""
     from recitation.detect.report import build_report
     from recitation.records import DetectRecord, ScoreRecord, oriented_scores
-    from recitation.report.stats import detection
+    from recitation.report.numbers import detection
+    from recitation.verdict.pins import pins_now
 
     def rec(sid: str, label: str, *scores: tuple[str, float | None, bool]) -> DetectRecord:
         return DetectRecord(sample={"id": sid, "label": label, "text": f"text of {sid}"},
@@ -111,7 +112,7 @@ def test_detect_records_by_hand_one_orientation_for_calibration_and_report() -> 
     from recitation.detect.job import DetectParams
 
     report = build_report(raw, DetectParams(labelled=True, n_bootstrap=0))
-    det = detection(report, raw)["detectors"]
+    det = detection(report, raw, pins_now())["detectors"]
     # both members score above both controls on loss (oriented): AUC 1 in both readings
     assert report["detectors"]["loss"]["labelled"]["auc"] == 1.0
     assert det["loss"]["text_scores"] == [-2.0, -1.0] and det["loss"]["n"] == 2

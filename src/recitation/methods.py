@@ -103,7 +103,9 @@ class AuditUse:
     ``verdict``: whether that score is one of the verdict's Bonferroni-corrected tests (else
     it is calibrated and reported, not counted). ``off``: the audit setting that turns the
     family off when false or 0, and ``off_flag`` how a user says so. ``min_controls``: the
-    controls the family needs at least (else it is left out, with the reason)."""
+    controls the family needs at least (else it is left out, with the reason).
+    ``catalogue``: the family's rank as a catalogue's statistic, by its true-positive rate at
+    1% FPR on the organism benchmark (docs/leaderboard.md); 0: never the statistic."""
 
     run: Literal["prefix_probe", "recap", "detect", "trace"]
     order: int
@@ -112,6 +114,7 @@ class AuditUse:
     off: str = ""
     off_flag: str = ""
     min_controls: int = 0
+    catalogue: int = 0  # a detector's rank as a catalogue's statistic (1 first; 0: never)
     why: str = ""  # why it is, or is not, in the verdict (docs and the methods table)
 
 

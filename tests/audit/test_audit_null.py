@@ -12,7 +12,14 @@ import pytest
 from recitation.extract.null import reproduced_span, span_logprob
 from recitation.metrics.null import beyond_chance
 from recitation.models.base import TokenScores
-from recitation.report.stats import null_summary, verdict
+from recitation.report.numbers import null_summary
+from recitation.report.verdict_inputs import verdict_inputs
+from recitation.verdict import decide
+
+
+def verdict(model: dict[str, object], controls: dict[str, object]) -> dict[str, object]:
+    """The verdict of one model's findings, as the report decides it."""
+    return decide(verdict_inputs(model, {"controls": controls})).as_dict()
 
 
 def test_the_span_is_the_targets_text_up_to_its_lcp_words() -> None:
@@ -58,7 +65,7 @@ def test_a_verdict_without_controls_rests_on_the_null() -> None:
     v = verdict({"extraction": {"text": {"n": 10, "reproduced": 2, "passages": 0,
                                          "longest_span": 25, "null": null}}},
                 {"n": 0, "reason": "no controls"})
-    assert v["label"].startswith("memorized") and v["evidence"] == "reproduction"
+    assert v["label"].startswith("memorized") and v["rule"] == "null_reproduction"
     text = " ".join(v["reasons"])
     assert "1 of 10 text passages reproduced verbatim beyond chance (a: 20 words" in text
     assert "quoted widely elsewhere" in text and "alpha / N = 0.05 / 10" in text
@@ -105,7 +112,7 @@ def test_the_organism_without_controls_is_memorized_by_the_null_and_held_out_tex
 
     members = audit("organism:quick:members")
     v, null = members["verdict"], members["extraction"]["text"]["null"]
-    assert v["label"].startswith("memorized") and v["evidence"] == "reproduction", v
+    assert v["label"].startswith("memorized") and v["rule"] == "null_reproduction", v
     assert null["model"] and null["n"] == 15 and null["beyond_chance"] >= 3, null
     held = audit("organism:quick:held-out")
     assert not held["verdict"]["label"].startswith("memorized"), held["verdict"]

@@ -94,7 +94,7 @@ def test_a_made_up_detector_reaches_every_command_and_report(
     det = m["detection"]
     assert det["primary"] == ["min_k_20", "tee_share"] and det["reported"] == ["recall"]
     tee_det = det["detectors"]["tee_share"]
-    assert tee_det["flagged"] == 6 and tee_det["significant"]  # every text passage
+    assert tee_det["flagged"] == 6 and "tee_share" in m["verdict"]["significant"]  # all 6
     assert any(r.startswith("tee_share: 6 of 6") for r in m["verdict"]["reasons"])
     assert m["verdict"]["level"] == "medium"  # detectors, no verbatim reproduction
     assert "| tee_share | yes | 6/6" in (folder / "report.md").read_text(encoding="utf-8")

@@ -11,7 +11,16 @@ import pytest
 
 from recitation.report.evidence import digest, evidence_item, highlight_spans, span_summary
 from recitation.report.html import marks
-from recitation.report.stats import binom_greater, detection, fisher_greater, verdict
+from recitation.metrics.stats import binom_greater, fisher_greater
+from recitation.report.numbers import detection
+from recitation.report.verdict_inputs import verdict_inputs
+from recitation.verdict import decide
+from recitation.verdict.pins import pins_now
+
+
+def verdict(model: dict[str, object], controls: dict[str, object]) -> dict[str, object]:
+    """The verdict of one model's findings, as the report decides it."""
+    return decide(verdict_inputs(model, {"controls": controls})).as_dict()
 
 GOLD = ("It is a truth universally acknowledged, that a single man in possession of a good "
         "fortune, must be in want of a wife.")
@@ -95,14 +104,15 @@ def _report(flagged: int, n: int = 4) -> dict[str, object]:
 
 def test_verdict_levels() -> None:
     controls = {"n": 9, "reason": "given"}
-    ex = {"text": {"n": 4, "reproduced": 2, "passages": 0, "longest_span": 30},
+    # 4 of 4 reproduced against 0 of 9: Fisher p = 1 / C(13, 4) = 0.0014
+    ex = {"text": {"n": 4, "reproduced": 4, "passages": 0, "longest_span": 30},
           "control": {"n": 9, "reproduced": 0, "passages": 0, "longest_span": 4}}
-    det = detection(_report(4), [])
-    assert det["primary"] == ["loss"] and det["detectors"]["loss"]["significant"]
+    det = detection(_report(4), [], pins_now())
+    assert det["primary"] == ["loss"] and det["detectors"]["loss"]["p_value"] < 0.025
     assert verdict({"extraction": ex, "detection": det}, controls)["level"] == "high"
     none = {"text": dict(ex["text"], reproduced=0), "control": ex["control"]}
     assert verdict({"extraction": none, "detection": det}, controls)["level"] == "medium"
-    quiet = detection(_report(0), [])
+    quiet = detection(_report(0), [], pins_now())
     assert verdict({"extraction": none, "detection": quiet}, controls)["level"] == "low"
     assert verdict({"extraction": ex}, {"n": 0, "reason": "none fit"})["label"] == "no verdict"
     shifted = dict(det, shift_warnings=["length differs"])
@@ -115,14 +125,16 @@ def test_verdict_counts_recap_reproduction() -> None:
     controls = {"n": 9, "reason": "given"}
     none = {"text": {"n": 4, "reproduced": 0, "passages": 0, "longest_span": 3},
             "control": {"n": 9, "reproduced": 0, "passages": 0, "longest_span": 4}}
-    quiet = detection(_report(0), [])
+    quiet = detection(_report(0), [], pins_now())
 
     def recap(text: int, control: int) -> dict[str, object]:
         return {"groups": {"text": {"final": {"n": 4, "reproduced": text}},
                            "control": {"final": {"n": 4, "reproduced": control}}}}
 
-    v = verdict({"extraction": none, "detection": quiet, "recap": recap(2, 0)}, controls)
+    # 4 of 4 against 0 of 4: Fisher p = 1 / C(8, 4) = 0.014 <= 0.05 / 3 (three tests)
+    v = verdict({"extraction": none, "detection": quiet, "recap": recap(4, 0)}, controls)
     assert v["level"] == "high" and any("RECAP" in r for r in v["reasons"])
+    assert v["p_extraction"] == pytest.approx(1 / math.comb(8, 4))
     v = verdict({"extraction": none, "detection": quiet, "recap": recap(2, 2)}, controls)
-    assert v["level"] == "low" and not any("RECAP" in r for r in v["reasons"])
+    assert v["level"] == "low" and v["rule"] == "nothing_found"
     assert verdict({"extraction": none, "detection": quiet}, controls)["level"] == "low"

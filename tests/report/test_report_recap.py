@@ -57,7 +57,8 @@ def _record(first: str, final: str) -> dict[str, object]:
 def test_evidence_classes_spans_of_both_attempts() -> None:
     payload = {"text": "The LORD is my shepherd; I shall not want. " + GOLD,
                "first_sentence": "The LORD is my shepherd; I shall not want."}
-    e = evidence("ev1", payload, _record(FIRST, FINAL), "text", min_tokens=10, redact=False)
+    e = evidence("ev1", payload, _record(FIRST, FINAL), "text", min_tokens=10, redact=False,
+                 verbatim_words=10)
     assert e["gold"] == GOLD  # the given first sentence is not scored
     by_cls = {m["cls"]: m["text"] for m in e["gold_marks"] if m["cls"]}
     assert by_cls["lost"].strip() == "He maketh me to lie down in green pastures:"

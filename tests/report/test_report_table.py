@@ -84,7 +84,8 @@ def test_every_format_prints_the_same_verdict_table(tmp_path: Path) -> None:
     assert empty[col["longest span (text / controls)"]].endswith(f"/ {MISSING}")
     # what each verdict rests on, with its error rate; none without controls or a null
     assert full[col["evidence (error rate)"]].startswith(
-        "reproduction and detectors against controls (FPR bound ")
+        "reproduction and detectors against controls (family-wise error at most 0.05 "
+        "(Bonferroni over ")
     assert empty[col["evidence (error rate)"]] == MISSING
     assert not any(c in ("-", "–") or "–" in c for c in empty + full)
 

@@ -135,12 +135,11 @@ def finish_audit(folder: Path, *, yes: bool = False) -> int:
     """Print the cost estimate (and ask before paid calls), execute the audit's runs, write
     the reports, print the verdict table."""
     from rich.markup import escape
-    from rich.table import Table as RichTable
 
     from recitation.audit.run import execute_audit
     from recitation.report.collect import collect
-    from recitation.report.table import VERDICT_COLUMNS
-    from recitation.report.write import verdict_rows, write_findings
+    from recitation.report.table import verdict_lines
+    from recitation.report.write import write_findings
     from recitation.runs.audits import load_manifest
     from recitation.runs.console import console, err_console
 
@@ -155,12 +154,9 @@ def finish_audit(folder: Path, *, yes: bool = False) -> int:
     outcomes = execute_audit(folder, say=console.print)
     findings = collect(folder)  # once: the three reports and the table below
     paths = write_findings(findings, folder)
-    t = RichTable(title="Audit verdict")
-    for i, col in enumerate(VERDICT_COLUMNS):
-        t.add_column(col, no_wrap=i == 0)  # a model spec is never cut
-    for row in verdict_rows(findings):
-        t.add_row(*row)
-    console.print(t)
+    console.print("Audit verdict", style="bold")
+    for line in verdict_lines(findings):  # readable at any width (report/table.py)
+        console.print(line, highlight=False, markup=False)
     _section_lines(findings, console.print)
     console.print(f"report: {paths['html']}\n        {paths['md']}\n        {paths['json']}")
     bad = [o for o in outcomes if o.status != "completed"]

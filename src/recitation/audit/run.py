@@ -51,15 +51,17 @@ from recitation.method_options import check_options
 from recitation.methods import Access
 from recitation.metrics.fdr import DEFAULT_Q
 from recitation.metrics.null import DEFAULT_ALPHA
+from recitation.metrics.verbatim import VERBATIM_WORDS
 from recitation.models import registry
 from recitation.models.config import parse_model_spec
 from recitation.models.registry import capabilities_of
 from recitation.models.rendezvous import run_together
-from recitation.runs.audits import RECAP_RUNS, load_manifest, save_manifest
+from recitation.runs.audits import MANIFEST_FORMAT, RECAP_RUNS, load_manifest, save_manifest
 from recitation.runs.config import ResolvedPath, TokenizerPath, parse_config
 from recitation.runs.runner import RunOutcome, create_run, default_runs_dir, execute
+from recitation.verdict.pins import pins_now
 
-FORMAT = 1
+FORMAT = MANIFEST_FORMAT
 
 Say = Callable[[str], None]
 
@@ -92,7 +94,11 @@ class AuditSettings(BaseModel):
     fdr_q: float = Field(DEFAULT_Q, gt=0, lt=1, description="several works: the false "
                          "discovery rate of the catalogue's verdicts (Benjamini-Hochberg)")
     n_bootstrap: int = Field(200, ge=0)
-    min_tokens: int = Field(40, ge=1, description="verbatim passage length (RECAP: 40)")
+    min_tokens: int = Field(40, ge=1, description="RECAP's verbatim passages: their length "
+                            "in tokens (RECAP: 40)")
+    verbatim_words: int = Field(VERBATIM_WORDS, ge=1, description="reproduced verbatim: at "
+                                "least this many consecutive words of a passage, exactly "
+                                "(metrics/verbatim.py)")
     corpus: list[str] = Field(default_factory=list, description="infini-gram index folders")
     batch_size: int | None = Field(None, ge=1, description="requests per call: a model run "
                                    "here 32 (decoding in larger batches is faster on a CPU), "
@@ -236,7 +242,8 @@ def _prefix_cfg(spec: str, s: AuditSettings, passages: Path, mode: str,
     params = {"source": "jsonl", "path": str(passages), "max_words": s.passage_words,
               "prefix_fraction": s.prefix_fraction, "keep_spacing": True, "mode": mode,
               "max_new_tokens": s.max_new_tokens or 2 * target_words + 8,
-              "null_model": parse_model_spec(null) if null else None}
+              "null_model": parse_model_spec(null) if null else None,
+              "verbatim_words": s.verbatim_words}
     model = model_for_runs(spec, s)
     return parse_config({"job": "prefix_probe", "name": "audit-prefix", "seed": s.seed,
                          "model": model, "cache": s.cache, "params": params}, source="audit")
@@ -339,7 +346,7 @@ def _create_audit(text: list[str], models: list[str], controls: list[str],
                                    "reason": ctl.reason, "n": len(ctl.passages)},
         "settings": settings.model_dump(mode="json"), "redact": redact, "inputs": files,
         "input_hashes": spec_hashes(list(text) + list(controls)), "models": entries,
-        "notices": notes}
+        "notices": notes, "verdict": pins_now(settings.verbatim_words).model_dump(mode="json")}
     if sampling is not None:
         manifest["sampling"] = sampling
     save_manifest(folder, manifest)

@@ -89,6 +89,11 @@ def word_ends(text: str) -> list[int]:
     return [m.end() for m in WORD.finditer(text.translate(_APOSTROPHES))]
 
 
+def word_starts(text: str) -> list[int]:
+    """Where each word of :func:`words` starts in ``text`` (a character offset)."""
+    return [m.start() for m in WORD.finditer(text.translate(_APOSTROPHES))]
+
+
 CHARS_PER_TOKEN = 4
 
 

@@ -311,7 +311,7 @@ _PEARL_PAPERS = {
 }
 
 
-AUDIT = AuditUse(run="detect", order=30, off="pearl", off_flag="--no-pearl",
+AUDIT = AuditUse(run="detect", order=30, off="pearl", off_flag="--no-pearl", catalogue=4,
                  primary=("pearl_bitflip_sensitivity", "pearl_synonym_sensitivity"),
                  why="PEARL's sensitivity (pearl-v1.md §3.3) under the audit's first "
                  "perturbation: one score for the family")

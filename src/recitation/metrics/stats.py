@@ -224,3 +224,20 @@ def spearman(x: ArrayLike, y: ArrayLike) -> TestResult:
         raise ValueError("spearman needs two 1-d samples of equal length >= 3")
     res = _scipy_stats("Spearman's correlation").spearmanr(a, b)
     return TestResult(float(res.statistic), float(res.pvalue), float(a.size - 2))
+
+
+def fisher_greater(a: int, n_a: int, b: int, n_b: int) -> float | None:
+    """One-sided p that group a's rate (``a`` of ``n_a``) exceeds group b's (``b`` of
+    ``n_b``): ``scipy.stats.fisher_exact``, alternative "greater"; None without both
+    groups."""
+    if n_a < 1 or n_b < 1:
+        return None
+    st = _scipy_stats("Fisher's exact test")
+    return float(st.fisher_exact([[a, n_a - a], [b, n_b - b]], alternative="greater").pvalue)
+
+
+def binom_greater(k: int, n: int, p: float) -> float:
+    """One-sided p of ``k`` or more successes in ``n`` trials at rate ``p``
+    (``scipy.stats.binomtest``, alternative "greater"; ``p`` kept inside (0, 1])."""
+    st = _scipy_stats("the binomial test")
+    return float(st.binomtest(k, n, min(max(p, 1e-12), 1.0), alternative="greater").pvalue)

@@ -3,8 +3,9 @@ conformal p-value per work and Benjamini-Hochberg over them (metrics/fdr.py), re
 "these N works, false discovery rate at most q".
 
 A work is what one input names (a book file, a JSONL file, each .txt of a folder): the
-``source`` of its passages. The score is the verdict's first primary score the detect run
-has (the registry's order: :func:`recitation.methods.verdict_scores`), fixed before the run;
+``source`` of its passages. The score is chosen by a stated rule, pinned in the audit's
+manifest when it was created (:data:`recitation.verdict.pins.CATALOGUE_RULE`: the detector
+family strongest on the organism benchmark that the detect run has), never by the results;
 the level ``q`` is the audit setting ``fdr_q``.
 """
 
@@ -15,13 +16,12 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from recitation import methods
 from recitation.metrics.fdr import DEFAULT_Q, catalogue_tests
 from recitation.records import DetectRecord, oriented_scores
 from recitation.report.sections import Section
-from recitation.report.stats import first_present
 from recitation.report.table import fmt
 from recitation.runs.store import RunStore
+from recitation.verdict.pins import Pins, catalogue_score, pins_of
 
 RULE = ("Each work's statistic is the mean of the score below over m of its passages; the "
         "controls are cut at random into units of m passages; a work's conformal p-value is "
@@ -51,14 +51,14 @@ def evidence_id(model_index: int, sample_id: str) -> str:
 
 
 def _one(run: Path, works: dict[str, str], q: float, seed: int,
-         model_index: int) -> dict[str, Any]:
+         model_index: int, pins: Pins) -> dict[str, Any]:
     with RunStore(run) as store:
         records = [DetectRecord.model_validate(r) for _, r in store.results("detect")]
     scores = oriented_scores(records)
-    primary = first_present(methods.verdict_scores(), scores)
-    if not primary:
-        return {"error": "no primary detector score in the detect run"}
-    name = primary[0]
+    name = catalogue_score(pins, scores)
+    if name is None:
+        return {"error": "the detect run has none of the catalogue's scores ("
+                + ", ".join(pins.catalogue) + ")"}
     d = scores[name]
     by_work: dict[str, list[float]] = {}
     for sid, v in d["member"].items():
@@ -71,7 +71,8 @@ def _one(run: Path, works: dict[str, str], q: float, seed: int,
     first: dict[str, str] = {}  # each work's first passage, in id order
     for sid, w in sorted(works.items()):
         first.setdefault(w, evidence_id(model_index, sid))
-    return {"score": name, "q": q, "units": units, "m": tests[0].passages,
+    return {"score": name, "rule": pins.catalogue_rule, "q": q, "units": units,
+            "m": tests[0].passages,
             "min_p": 1 / (units + 1), "found": found,
             "works": [t.__dict__ | {"evidence": first.get(t.work)}
                       for t in sorted(tests, key=lambda t: t.p_value)]}
@@ -84,11 +85,12 @@ def collect(folder: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
         return None
     settings = manifest.get("settings") or {}
     q, seed = float(settings.get("fdr_q", DEFAULT_Q)), int(settings.get("seed", 0))
+    pins = pins_of(manifest)
     out = {}
     for i, entry in enumerate(manifest["models"]):  # the report's model order
         if (name := entry["runs"].get("detect")) and (folder / "runs" / name /
                                                       "run.sqlite").exists():
-            out[entry["spec"]] = _one(folder / "runs" / name, works, q, seed, i)
+            out[entry["spec"]] = _one(folder / "runs" / name, works, q, seed, i, pins)
     return {"n_works": len(set(works.values())), "models": out} if out else None
 
 
@@ -121,6 +123,7 @@ def markdown(data: dict[str, Any]) -> list[str]:
     lines = [RULE, ""]
     for spec, r in data["models"].items():
         lines += [f"### {spec}", "", headline(r, data["n_works"]), ""]
+        lines += [f"Why this score: {r['rule']}.", ""] if "rule" in r else []
         if "works" in r:
             lines += ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
             lines += ["| " + " | ".join(_row(w)) + " |" for w in r["works"]]
@@ -132,6 +135,8 @@ def html(data: dict[str, Any]) -> str:
     parts = [f'<p class="note">{escape(RULE)}</p>']
     for spec, r in data["models"].items():
         parts.append(f"<h3>{escape(spec)}</h3><p>{escape(headline(r, data['n_works']))}</p>")
+        if "rule" in r:
+            parts.append(f'<p class="note">Why this score: {escape(r["rule"])}.</p>')
         if "works" in r:
             head = "".join(f"<th>{escape(h)}</th>" for h in HEAD)
             rows = "".join("<tr>" + "".join(_cells(w)) + "</tr>" for w in r["works"])

@@ -17,12 +17,15 @@ from recitation.metrics.null import DEFAULT_ALPHA
 from recitation.metrics.weighted import weighted_rouge
 from recitation.records import PrefixProbeRecord
 from recitation.report.evidence import evidence_item
+from recitation.report.numbers import detection, extraction_stats, null_summary
 from recitation.report.recap import recap_group, recap_summary
 from recitation.report.sections import collect_sections
-from recitation.report.stats import detection, extraction_stats, null_summary, verdict
 from recitation.report.table import verdict_table
+from recitation.report.verdict_inputs import verdict_inputs
 from recitation.runs.audits import RECAP_RUNS, load_manifest
 from recitation.runs.store import RunStore
+from recitation.verdict import decide
+from recitation.verdict.pins import Pins, pins_of
 
 DOES_NOT_MEAN = [
     "Finding no verbatim reproduction is not proof that the text was absent from training: "
@@ -86,7 +89,8 @@ def _provenance(store: RunStore) -> dict[str, Any]:
             "model_weights": meta.get("model_provenance")}
 
 
-def _prefix(run: Path, settings: dict[str, Any], redact: bool) -> dict[str, Any]:
+def _prefix(run: Path, settings: dict[str, Any], redact: bool, pins: Pins
+            ) -> dict[str, Any]:
     with RunStore(run) as store:
         records = list(store.results("prefix_probe"))
         typed = {i: PrefixProbeRecord.model_validate(r) for i, r in records}
@@ -94,7 +98,8 @@ def _prefix(run: Path, settings: dict[str, Any], redact: bool) -> dict[str, Any]
         prompts = {} if all(t.request for t in typed.values()) else _prompts(store.calls())
         cost, prov = _costs(store, "prefix_probe"), _provenance(store)
     evidence = [evidence_item(i, r, typed[i].request or prompts.get(typed[i].prefix),
-                              min_tokens=settings["min_tokens"], redact=redact)
+                              min_tokens=settings["min_tokens"], redact=redact,
+                              verbatim_words=pins.verbatim_words)
                 for i, r in records]
     groups: dict[str, Any] = {}
     for g in ("text", "control"):
@@ -110,41 +115,42 @@ def _prefix(run: Path, settings: dict[str, Any], redact: bool) -> dict[str, Any]
     return {"groups": groups, "evidence": evidence, "cost": cost, "provenance": prov}
 
 
-def _detect(run: Path) -> dict[str, Any]:
+def _detect(run: Path, pins: Pins) -> dict[str, Any]:
     with RunStore(run) as store:
         report = store.get_meta("detect_report") or {}
         records = [r for _, r in store.results("detect")]
         cost, prov = _costs(store, "detect"), _provenance(store)
-    return detection(report, records) | {"cost": cost, "provenance": prov}
+    return detection(report, records, pins) | {"cost": cost, "provenance": prov}
 
 
 def _model(folder: Path, entry: dict[str, Any], manifest: dict[str, Any]) -> dict[str, Any]:
     settings, redact = manifest["settings"], bool(manifest.get("redact"))
+    pins = pins_of(manifest)
     out: dict[str, Any] = {"spec": entry["spec"], "methods": entry["methods"],
                            "skipped": entry["skipped"], "costs": [], "provenance": {}}
     if run := _run(folder, entry["runs"].get("prefix_probe")):
-        px = _prefix(run, settings, redact)
+        px = _prefix(run, settings, redact, pins)
         out |= {"extraction": px["groups"], "evidence": px["evidence"]}
         out["costs"].append(px["cost"])
         out["provenance"]["prefix_probe"] = px["provenance"]
-    if recap := _recap(folder, entry, settings, redact):
+    if recap := _recap(folder, entry, settings, redact, pins.verbatim_words):
         out["recap"] = recap
         out["costs"] += recap.pop("costs")
         out["provenance"] |= recap.pop("provenance")
     if run := _run(folder, entry["runs"].get("detect")):
-        dx = _detect(run)
+        dx = _detect(run, pins)
         out["costs"].append(dx.pop("cost"))
         out["provenance"]["detect"] = dx.pop("provenance")
         out["detection"] = dx
     if run := _run(folder, entry["runs"].get("trace")):  # its section: report/tracing.py
         with RunStore(run) as store:
             out["costs"].append(_costs(store, "simpletrace"))
-    out["verdict"] = verdict(out, manifest["controls"])
+    out["verdict"] = decide(verdict_inputs(out, manifest)).as_dict()
     return out
 
 
 def _recap(folder: Path, entry: dict[str, Any], settings: dict[str, Any],
-           redact: bool) -> dict[str, Any] | None:
+           redact: bool, verbatim_words: int) -> dict[str, Any] | None:
     """RECAP's findings per group (:mod:`recitation.report.recap`), or None without runs."""
     groups: dict[str, Any] = {}
     evidence: list[dict[str, Any]] = []
@@ -153,7 +159,7 @@ def _recap(folder: Path, entry: dict[str, Any], settings: dict[str, Any],
     for group, key in RECAP_RUNS.items():
         if run := _run(folder, entry["runs"].get(key)):
             found = recap_group(run, group, min_tokens=settings["min_tokens"],
-                                rounds=rounds, redact=redact)
+                                rounds=rounds, redact=redact, verbatim_words=verbatim_words)
             evidence += found.pop("evidence")
             groups[group] = found
             with RunStore(run) as store:

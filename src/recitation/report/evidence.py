@@ -3,9 +3,10 @@
 Two kinds of spans, both from :mod:`recitation.metrics.spans`:
 
 * **counted** — on the RECAP tokens (:func:`~recitation.metrics.spans.span_tokens`, profile
-  ``folded``): the 40-token verbatim passages (up to 5 mismatches, ``dedup``), the longest
-  exact span, and whether the attempt reproduces the gold text verbatim (a span of at least
-  ``min_tokens`` tokens, or of the whole gold text when it is shorter);
+  ``folded``): the 40-token verbatim passages (up to 5 mismatches, ``dedup``: RECAP's
+  measure) and the longest exact span; whether the attempt reproduces the gold text verbatim
+  is the toolkit's one rule (:func:`recitation.metrics.verbatim.verbatim`), for prefix
+  probing as the probe decided it and stored it;
 * **highlighted** — runs of at least :data:`HIGHLIGHT_WORDS` consecutive words that match
   exactly (case and punctuation ignored), as character offsets into the gold text and the
   attempt, so the report can mark them where they stand.
@@ -25,6 +26,7 @@ from recitation.metrics.spans import (
     span_tokens,
     verbatim_passages,
 )
+from recitation.metrics.verbatim import VERBATIM_WORDS, verbatim
 
 HIGHLIGHT_WORDS = 5
 _WORD = re.compile(r"\S+")
@@ -55,16 +57,17 @@ def highlight_spans(gold: str, attempt: str,
              "words": s.length} for s in sorted(spans, key=lambda s: s.gold_start)]
 
 
-def span_summary(gold: str, attempt: str, min_tokens: int = 40) -> dict[str, Any]:
-    """Counted spans of one attempt (module docstring)."""
+def span_summary(gold: str, attempt: str, min_tokens: int = 40,
+                 verbatim_words: int = VERBATIM_WORDS) -> dict[str, Any]:
+    """Counted spans of one attempt (module docstring); ``reproduced`` by the toolkit's one
+    rule (:func:`recitation.metrics.verbatim.verbatim`)."""
     gt, ct = span_tokens(gold), span_tokens(attempt)
-    need = min(min_tokens, len(gt))
-    whole = find_spans(gt, ct, min_tokens=max(1, need), max_mismatches=5) if gt else []
     stats = verbatim_passages(gold, attempt, min_tokens=min_tokens)
+    run = verbatim(gold, attempt, verbatim_words)
     return {"gold_tokens": len(gt), "attempt_tokens": len(ct),
             "longest_span": longest_common_span(gt, ct),
             "passages": stats.passage_count, "span_lengths": list(stats.lengths),
-            "reproduced": bool(whole)}
+            "reproduced": run.reproduced, "span_words": run.words}
 
 
 def digest(text: str) -> dict[str, Any]:
@@ -82,14 +85,16 @@ def _null(null: Any, redact: bool) -> dict[str, Any] | None:
 
 
 def evidence_item(item_id: str, record: dict[str, Any], prompt: Any, *, min_tokens: int,
-                  redact: bool) -> dict[str, Any]:
-    """One attempt of prefix probing: gold continuation, attempt, spans, prompt."""
+                  redact: bool, verbatim_words: int = VERBATIM_WORDS) -> dict[str, Any]:
+    """One attempt of prefix probing: gold continuation, attempt, spans, prompt; whether it
+    was reproduced verbatim is the probe's own decision, stored with its record."""
     gold, attempt = str(record.get("target", "")), str(record.get("continuation", ""))
     out: dict[str, Any] = {
         "id": item_id, "group": record.get("group", ""), "method": "prefix_probe",
         "rouge_l_recall": record.get("rouge_l_recall"),
         "lcp_words": record.get("lcp_words"),
-        **span_summary(gold, attempt, min_tokens),
+        **span_summary(gold, attempt, min_tokens, verbatim_words),
+        "reproduced": record.get("verdict") == "verbatim",
         "hint_leak": None,  # prefix probing gives no hint beyond the prefix itself
         "null": _null(record.get("null"), redact),
     }

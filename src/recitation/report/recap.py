@@ -17,10 +17,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from recitation.metrics.verbatim import VERBATIM_WORDS
 from recitation.metrics.weighted import strip_given_first_sentence, weighted_rouge
 from recitation.records import EventRecord
 from recitation.report.evidence import digest, highlight_spans, span_summary
-from recitation.report.stats import extraction_stats
+from recitation.report.numbers import extraction_stats
 from recitation.report.table import fmt as _f
 from recitation.runs.store import RunStore
 
@@ -58,7 +59,8 @@ def gold_marks(gold: str, first: list[dict[str, int]], final: list[dict[str, int
 
 
 def evidence(item_id: str, payload: dict[str, Any], rec: dict[str, Any], group: str, *,
-             min_tokens: int, redact: bool) -> dict[str, Any]:
+             min_tokens: int, redact: bool, verbatim_words: int = VERBATIM_WORDS
+             ) -> dict[str, Any]:
     gold = strip_given_first_sentence(str(payload["text"]), str(payload["first_sentence"]))
     typed = EventRecord.model_validate(rec)
     first, final = typed.first_text, typed.final_text
@@ -70,8 +72,9 @@ def evidence(item_id: str, payload: dict[str, Any], rec: dict[str, Any], group: 
         "stop_reason": typed.stop_reason, "refused": not first,
         "rouge_l_first": typed.rouge_l.get("round_0"),
         "rouge_l_recall": typed.rouge_l.get("recap"),
-        **span_summary(gold, final, min_tokens), "first_attempt_spans": span_summary(
-            gold, first, min_tokens), "class_words": words, "hint_leak": typed.hint_leaked()}
+        **span_summary(gold, final, min_tokens, verbatim_words),
+        "first_attempt_spans": span_summary(gold, first, min_tokens, verbatim_words),
+        "class_words": words, "hint_leak": typed.hint_leaked()}
     if redact:
         return out | {"gold": digest(gold), "attempt": digest(final),
                       "first_attempt": digest(first), "redacted": True, "prompt": None,
@@ -91,13 +94,13 @@ def _group_stats(ev: list[dict[str, Any]], key: str, first: bool) -> dict[str, A
 
 
 def recap_group(run: Path, group: str, *, min_tokens: int, rounds: int,
-                redact: bool) -> dict[str, Any]:
+                redact: bool, verbatim_words: int = VERBATIM_WORDS) -> dict[str, Any]:
     """The findings of one group's extract run (see the module docstring)."""
     with RunStore(run) as store:
         payloads = dict(store.items())
         records = [(i, r) for i, r in store.results("extract") if r.get("event_id")]
-    ev = [evidence(i, payloads[i], r, group, min_tokens=min_tokens, redact=redact)
-          for i, r in records if i in payloads]
+    ev = [evidence(i, payloads[i], r, group, min_tokens=min_tokens, redact=redact,
+                   verbatim_words=verbatim_words) for i, r in records if i in payloads]
     curves = [round_curve(r, rounds) for _, r in records]
     mean = [sum(c[k] for c in curves) / len(curves) for k in range(rounds + 1)] if curves else []
     return {"first": _group_stats(ev, "rouge_l_first", True),

@@ -68,3 +68,19 @@ def verdict_row(m: dict[str, Any]) -> list[str]:
 def verdict_table(models: list[dict[str, Any]]) -> dict[str, Any]:
     """``{"columns": [...], "rows": [[...], ...]}`` for the findings' models."""
     return {"columns": list(VERDICT_COLUMNS), "rows": [verdict_row(m) for m in models]}
+
+
+def verdict_lines(findings: dict[str, Any]) -> list[str]:
+    """The verdict for a console, one model at a time, each number on a line of its own, so
+    it reads at 80 columns as at 140: the verdict, its evidence and error rate, why there is
+    none, then the verdict table's cells under their column names."""
+    out = []
+    for m, row in zip(findings["models"], findings["verdict_table"]["rows"], strict=True):
+        v = m["verdict"]
+        out += [f"{row[0]}", f"  verdict: {row[1]}"]
+        if v.get("why_none"):
+            out.append(f"  why no verdict: {v['why_none']}")
+        out.append(f"  evidence: {row[2]}")
+        out += [f"  {col}: {cell}" for col, cell in zip(VERDICT_COLUMNS[3:], row[3:],
+                                                          strict=True)]
+    return out

@@ -29,8 +29,3 @@ def write_findings(findings: dict[str, Any], out: Path) -> dict[str, Path]:
     paths["json"].write_text(json.dumps(findings, indent=1, default=str), encoding="utf-8")
     return paths
 
-
-def verdict_rows(findings: dict[str, Any]) -> list[list[str]]:
-    """The verdict table's rows (:mod:`recitation.report.table`), for a console."""
-    rows: list[list[str]] = findings["verdict_table"]["rows"]
-    return rows

@@ -14,6 +14,9 @@ from typing import Any
 from recitation.errors import StoreError
 
 MANIFEST = "audit.json"
+MANIFEST_FORMAT = 2
+"""The newest manifest format this recitation reads (1: before the verdict's pins, read
+with :data:`recitation.verdict.pins.V1_PINS`; 2: pins under ``verdict``)."""
 RECAP_RUNS = {"text": "recap_text", "control": "recap_control"}
 """The manifest's run keys of an audit's RECAP runs, by group."""
 
@@ -34,6 +37,10 @@ def load_manifest(folder: Path) -> dict[str, Any]:
         data: dict[str, Any] = json.loads(p.read_text(encoding="utf-8"))
     except ValueError as e:
         raise StoreError(f"{p}: not valid JSON ({e})") from None
+    fmt = data.get("format", 1)
+    if not isinstance(fmt, int) or fmt > MANIFEST_FORMAT:
+        raise StoreError(f"{p}: manifest format {fmt!r}; this recitation reads formats 1 to "
+                         f"{MANIFEST_FORMAT}: upgrade recitation to read this audit")
     return data
 
 
