@@ -9,9 +9,9 @@ import re
 
 import pytest
 
+from recitation.metrics.stats import binom_greater, fisher_greater
 from recitation.report.evidence import digest, evidence_item, highlight_spans, span_summary
 from recitation.report.html import marks
-from recitation.metrics.stats import binom_greater, fisher_greater
 from recitation.report.numbers import detection
 from recitation.report.verdict_inputs import verdict_inputs
 from recitation.verdict import decide
