@@ -208,3 +208,15 @@ def test_detect_runs_it_on_the_embedded_model(site: Path, tmp_path: Path) -> Non
         assert got["shout_share"] == (0.5 if r["sample"]["label"] == "member" else 0.0)
         assert math.isfinite(got["shout_logprob"]) and got["shout_logprob"] < 0
         assert got["shout_logprob"] == pytest.approx(-got["loss"], rel=1e-6)  # the same scores
+
+
+def test_bench_groundtruth_and_the_leaderboard_read_the_registry(installed: Path) -> None:
+    from recitation.bench.groundtruth import GroundTruthConfig, unit_params, units
+    from recitation.bench.lowfpr import access_level
+
+    assert "shout" in units()
+    cfg = GroundTruthConfig(organism="quick", units=("shout", "whitebox"))
+    files = {"members": Path("m.jsonl"), "nonmembers": Path("n.jsonl")}
+    job, params = unit_params("shout", cfg, files, 1, {}, 64)
+    assert job == "detect" and params["detectors"] == ["shout"]
+    assert access_level("shout_share") == "log-probabilities"  # from its metadata

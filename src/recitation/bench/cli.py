@@ -27,7 +27,7 @@ SUMMARY_METHODS = ("loss", "zlib", "min_k_20", "min_k_pp_20", "reference", "reca
 
 
 def add_bench_parser(sub: Any) -> None:
-    from recitation.bench.groundtruth import UNITS
+    from recitation.bench.groundtruth import units
     from recitation.models.config import LOCAL_DTYPES
 
     p = sub.add_parser("bench", help="benchmarks on ground truth (the model organism)",
@@ -47,7 +47,7 @@ def add_bench_parser(sub: Any) -> None:
                    "or 'quick' with --quick)")
     g.add_argument("--epochs", type=int, nargs="+", default=None, metavar="E",
                    help="checkpoints to measure (default: all)")
-    g.add_argument("--units", nargs="+", choices=UNITS, default=None)
+    g.add_argument("--units", nargs="+", choices=units(), default=None)
     g.add_argument("--pearl-outputs", type=int, default=None, metavar="N",
                    help="PEARL outputs per input and intensity (default 1; the papers use "
                    "10)")

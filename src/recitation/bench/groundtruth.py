@@ -10,6 +10,9 @@ each method's calls, tokens and CPU seconds are its own):
   Min-K%++ and, from epoch 1, the reference-model ratio with the base model as reference);
 * ``recall``, ``dcpdd`` — ReCaLL and DC-PDD;
 * ``pearl`` — PEARL's perturbation sensitivity (bit flip and synonym by default);
+* every other detector family of the method registry (``samia``, ``neighbourhood``,
+  ``ezmia``, ``camia``, and a plug-in's: :data:`UNITS` is read from the registry), run alone
+  in a detect run;
 * ``prefix`` — prefix probing: the first half of each passage (its own spacing), greedy
   continuation, scored against the true second half (exact match, 40-token verbatim
   passages, longest common prefix, ROUGE-L).
@@ -40,19 +43,42 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from recitation import methods
 from recitation.bench.groups import group_of
 from recitation.errors import ConfigError
+from recitation.methods import Access
 from recitation.models.config import dtype_key
 from recitation.organism.config import digest
 from recitation.organism.data import Passage
 
 log = logging.getLogger(__name__)
 
-UNITS: tuple[str, ...] = ("whitebox", "recall", "dcpdd", "ezmia", "camia", "neighbourhood",
-                          "samia", "pearl", "prefix", "extract")
+
+
+def _detector_units() -> tuple[tuple[str, ...], frozenset[str], frozenset[str]]:
+    """Every detector family of the registry (plug-ins included), those that generate, and
+    those that need a reference model (the base model, epoch 0)."""
+    families = tuple(methods.families("detector"))
+    generating, referenced = set(), set()
+    for family in families:
+        infos = methods.family_methods("detector", family)
+        if any(Access.GENERATE in m.access for m in infos):
+            generating.add(family)
+        if all(Access.REFERENCE_MODEL in m.access for m in infos):
+            referenced.add(family)
+    return families, frozenset(generating), frozenset(referenced)
+
+
+def units() -> tuple[str, ...]:
+    """A unit per detector family of the method registry (read now), then prefix probing and
+    extraction."""
+    return (*_detector_units()[0], "prefix", "extract")
+
+
+_FAMILIES, _GENERATING, REFERENCED = _detector_units()
+UNITS: tuple[str, ...] = units()  # as the registry was when this module was imported
 DEFAULT_UNITS: tuple[str, ...] = ("whitebox", "recall", "dcpdd", "pearl", "prefix", "extract")
-GENERATING = frozenset({"prefix", "pearl", "samia", "extract"})
-REFERENCED = frozenset({"ezmia"})  # need the base model (epoch 0) as reference
+GENERATING = _GENERATING | {"prefix", "extract"}
 FORMAT = 1
 """Bumped whenever a unit's runs change for the same settings (invalidates saved units)."""
 
@@ -105,9 +131,10 @@ class GroundTruthConfig(BaseModel):
     @field_validator("units")
     @classmethod
     def _units(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        bad = [u for u in v if u not in UNITS]
+        known = units()
+        bad = [u for u in v if u not in known]
         if bad or not v:
-            raise ValueError(f"unknown unit(s) {bad}; choose from {list(UNITS)}")
+            raise ValueError(f"unknown unit(s) {bad}; choose from {list(known)}")
         return v
 
     @field_validator("extract_methods")
@@ -369,7 +396,8 @@ def run_units(cfg: GroundTruthConfig, out: Path, *, progress: Progress | None = 
     outcomes: list[UnitOutcome] = []
     # the cheap scoring units on every checkpoint first, generation (prefix, PEARL) last:
     # a benchmark stopped early has every score of every checkpoint
-    order = sorted(cfg.units, key=lambda u: (u in GENERATING, UNITS.index(u)))
+    known = units()
+    order = sorted(cfg.units, key=lambda u: (u in GENERATING, known.index(u)))
     for unit in order:
         if unit == "extract" and cfg.helper is None:
             if progress and run:
@@ -382,5 +410,5 @@ def run_units(cfg: GroundTruthConfig, out: Path, *, progress: Progress | None = 
                                  run=run)
             if found is not None:
                 outcomes.append(found)
-    outcomes.sort(key=lambda o: (o.epoch, UNITS.index(o.unit)))
+    outcomes.sort(key=lambda o: (o.epoch, known.index(o.unit)))
     return Measured(manifest, passages, outcomes)
