@@ -6,7 +6,7 @@ and docs/benchmarks.md.
 
 1. ``--requests`` model requests through the runner, the run store and the openai backend
    against a local server injecting 5% 429 (half with Retry-After), 3% 500/503, 1% timeouts,
-   1% malformed bodies and 1% dropped connections (recitation.chaos): throughput, retries,
+   1% malformed bodies and 1% dropped connections (recitation.serve.chaos): throughput, retries,
    lost results, duplicate successful calls and peak concurrency (both counted at the server).
 2. The toolkit's own overhead per call: the same completion request sent alternately by the
    bare ``openai`` SDK and by ``ManagedModel(OpenAIModel)`` with a run store, to the same
@@ -26,13 +26,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from recitation.chaos import run_load
 from recitation.models.base import GenerationRequest
 from recitation.models.managed import ManagedModel
 from recitation.models.openai_backend import OpenAIModel
 from recitation.models.scripted import ScriptedModel
 from recitation.runs.store import RunStore
 from recitation.serve import start_server
+from recitation.serve.chaos import run_load
 
 KEY_ENV = "RECITATION_BENCH_KEY"
 

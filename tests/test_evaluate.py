@@ -17,7 +17,7 @@ from recitation.evaluate import (
     load_released,
     release_revision,
 )
-from recitation.evaluate_cli import add_evaluate_parser
+from recitation.evaluate.cli import add_evaluate_parser
 
 ROUGE_TOL = 0.002  # issue 3: ROUGE-L per method within 0.002 of the released value
 COUNT_TOL = 0.01  # issue 3: span and passage counts within 1%

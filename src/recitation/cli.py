@@ -162,13 +162,13 @@ def build_parser() -> argparse.ArgumentParser:
     from recitation.audit.cli import add_audit_parser
     from recitation.bench.cli import add_bench_parser
     from recitation.detect.cli import add_detect_parser
-    from recitation.evaluate_cli import add_evaluate_parser
+    from recitation.evaluate.cli import add_evaluate_parser
     from recitation.extract.cli import add_extract_parser
     from recitation.methods_cli import add_methods_parser
     from recitation.organism.cli import add_organism_parser
     from recitation.probes.cli import add_probe_parser, add_task_parser
     from recitation.report.cli import add_report_parsers
-    from recitation.serve_cli import add_serve_parser
+    from recitation.serve.cli import add_serve_parser
     from recitation.signals_cli import add_signals_parser
     from recitation.trace.cli import add_index_parser, add_propme_parser, add_trace_parser
 

@@ -226,7 +226,7 @@ def test_peer_check_never_blocks_when_the_bytes_were_read_meanwhile(
     import select
     import socket
 
-    from recitation import serve
+    from recitation.serve import server as serve
 
     class ReadablePoll:
         def register(self, *_a: Any) -> None: ...

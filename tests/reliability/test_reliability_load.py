@@ -1,7 +1,7 @@
 """Load and faults over real HTTP: a run through the runner, the run store and the openai
 SDK against a local server injecting 5% 429 (half with Retry-After), 3% 500/503, 1%
 timeouts, 1% malformed bodies and 1% dropped connections on a seeded schedule
-(recitation.chaos). The full 10,000-request size is benchmarks/bench_faults.py."""
+(recitation.serve.chaos). The full 10,000-request size is benchmarks/bench_faults.py."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from recitation.chaos import FaultMix, SeededFaults, run_load
 from recitation.runs.runner import execute
 from recitation.runs.store import RunStore
 from recitation.serve import RequestInfo
+from recitation.serve.chaos import FaultMix, SeededFaults, run_load
 
 KEY_ENV = "RECITATION_TEST_LOAD_KEY"
 N = 600

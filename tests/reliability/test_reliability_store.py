@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from recitation.chaos import FaultMix, load_config, run_load, write_passages
 from recitation.cli import main
 from recitation.models.scripted import ScriptedModel
 from recitation.runs import store as store_module
@@ -25,6 +24,7 @@ from recitation.runs.config import parse_config
 from recitation.runs.runner import create_run, execute
 from recitation.runs.store import RunStore
 from recitation.serve import ServerHandle, start_server
+from recitation.serve.chaos import FaultMix, load_config, run_load, write_passages
 
 KEY_ENV = "RECITATION_TEST_STORE_KEY"
 QUIET = FaultMix(rate_limited=0.0, server_error=0.0, timeout=0.0, malformed=0.0, reset=0.0)

@@ -25,9 +25,9 @@ Paper terms (RECAP section / appendix) and where they live:
   :mod:`.agents` (stage 1, inside a RECAP run), :mod:`.prefix_probe` (the standalone
   ``prefix_probe`` job on KJV or JSONL passages);
 * **ROUGE-L** (§4.1, the headline metric, weighted by passage length per book):
-  :mod:`recitation.metrics.rouge`, book-level scores in :mod:`recitation.evaluate`;
+  :mod:`recitation.metrics.rouge`, book-level scores in :mod:`recitation.evaluate.scoring`;
 * **40-token passages** (§4.1, verbatim passages with up to 5 mismatches; appendix R):
-  :mod:`recitation.metrics.spans`, counted per book by :mod:`recitation.evaluate`;
+  :mod:`recitation.metrics.spans`, counted per book by :mod:`recitation.evaluate.scoring`;
 * per-method **cost** (appendix T): :mod:`.records`.
 
 Also: :mod:`.job` (the ``extract`` run job), :mod:`.report` (EchoTrace file and summary),

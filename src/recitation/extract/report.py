@@ -4,8 +4,8 @@ The file has the layout of the RECAP release (``LLM_completions`` -> ``prefix-pr
 ``Agent_Extraction`` -> ``simple_agent_extraction``, ``simple_agent_jailbreak``,
 ``simple_agent_extraction_refined_<i>`` with ``text`` and ``refinement_prompt``), so
 ``recitation evaluate`` scores it; ROUGE-L figures here come from the same code
-(:func:`recitation.evaluate.evaluate_book`). Only the events that were extracted are written,
-and, as released, only the *kept* refinements (each beat the previous one by more than
+(:func:`recitation.evaluate.scoring.evaluate_book`). Only the events that were extracted are
+written, and, as released, only the *kept* refinements (each beat the previous one by more than
 ``min_gain``), so the last one, which ``refined_best`` reports, is the best; the rounds that
 were run but not kept are in the run store and the ``.attempts.jsonl`` file.
 Per-event details (stop reason, ROUGE-L per round, filter score, leak stats, cost per stage)
@@ -153,7 +153,7 @@ def method_costs(events: list[dict[str, Any]],
 
 def rouge_by_method(book: Book, filtered_book: Book | None) -> dict[str, float | None]:
     """Weighted ROUGE-L recall per method, computed by ``recitation evaluate``'s code."""
-    from recitation.evaluate import EvaluateConfig, evaluate_book
+    from recitation.evaluate.scoring import EvaluateConfig, evaluate_book
 
     methods = tuple(dict.fromkeys(ECHO_METHOD.values()))
     scores = evaluate_book(book, EvaluateConfig(methods=methods))["rouge_scores"]

@@ -41,7 +41,7 @@ NLTK releases):
     never causes a mismatch.
 
 The revision behind a released Metrics file is recognizable by its report's file name
-(:func:`recitation.evaluate.release_revision`). docs/reproduction.md has the numbers.
+(:func:`recitation.evaluate.scoring.release_revision`). docs/reproduction.md has the numbers.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ the Anthropic Messages API translated into model calls and back.
 :class:`ModelAPI` takes a parsed JSON body and returns the reply body, raising
 :class:`HTTPError` for what the client got wrong; :func:`error_for_exception` maps errors of
 the served model to HTTP statuses; :func:`error_body` writes an error in the API's format.
-See :mod:`recitation.serve` for what is supported.
+See :mod:`recitation.serve.server` for what is supported.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Load and fault injection: a whole run through the openai backend against a local server
 that misbehaves on a seeded schedule, with the figures that say whether anything was lost.
 
-:class:`SeededFaults` is a fault hook for :func:`recitation.serve.start_server`. Each model
+:class:`SeededFaults` is a fault hook for :func:`recitation.serve.server.start_server`. Each model
 request is keyed by its prompt and by how many times the server has seen that prompt, and a
 hash of ``(seed, prompt, attempt)`` picks its fate from a :class:`FaultMix` (by default 5%
 HTTP 429 — half of them with ``Retry-After`` —, 3% HTTP 500/503, 1% held until the client
@@ -32,7 +32,8 @@ from recitation.models.scripted import ScriptedModel
 from recitation.runs.config import parse_config
 from recitation.runs.runner import create_run, execute
 from recitation.runs.store import RunStore
-from recitation.serve import FaultAction, RequestInfo, start_server
+from recitation.serve.faults import FaultAction, RequestInfo
+from recitation.serve.server import start_server
 
 # Public domain (KJV, Genesis 1:1-4); passages are rotations of it behind a unique number.
 _WORDS = ("In the beginning God created the heaven and the earth And the earth was without "
@@ -152,7 +153,9 @@ def load_config(url: str, corpus: Path, *, concurrency: int, timeout: float,
             "model": {"backend": "openai", "model": "scripted", "base_url": url,
                       "api_key_env": key_env, "concurrency": concurrency, "batch_size": 16,
                       "timeout": timeout, "max_attempts": max_attempts,
-                      "retry_base_delay": 0.02},
+                      "retry_base_delay": 0.02,
+                      # its hangs end when the client leaves (a remote server's timeouts)
+                      "resend_timeouts": True},
             "params": {"source": "jsonl", "path": str(corpus), "max_words": 12,
                        "max_new_tokens": 4}}
 

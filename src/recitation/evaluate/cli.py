@@ -1,5 +1,5 @@
-"""``recitation evaluate``: the command around :mod:`recitation.evaluate` (inputs found,
-metrics files written, a table printed)."""
+"""``recitation evaluate``: the command around :mod:`recitation.evaluate.scoring` (inputs
+found, metrics files written, a table printed)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from recitation.corpus.echotrace import (
     parse_extraction_path,
 )
 from recitation.errors import CorpusError
-from recitation.evaluate import (
+from recitation.evaluate.scoring import (
     EvaluateConfig,
     compare,
     evaluate_files,

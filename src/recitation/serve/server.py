@@ -52,11 +52,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ParamSpec, TypeVar
 
-from recitation._serve_protocol import HTTPError, ModelAPI, error_body, error_for_exception
 from recitation.models.base import Model
-from recitation.serve_faults import FaultAction, FaultHook, RequestInfo
+from recitation.serve.faults import FaultAction, FaultHook, RequestInfo
+from recitation.serve.protocol import HTTPError, ModelAPI, error_body, error_for_exception
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("recitation.serve")
 P = ParamSpec("P")
 T = TypeVar("T")
 

@@ -1,7 +1,7 @@
-"""The fault-injection harness of :mod:`recitation.serve`: what a request looked like
+"""The fault-injection harness of :mod:`recitation.serve.server`: what a request looked like
 (:class:`RequestInfo`) and what the server does instead of answering it
 (:class:`FaultAction`), for the tests and benchmarks that put a real HTTP server under
-faults (:mod:`recitation.chaos` seeds them)."""
+faults (:mod:`recitation.serve.chaos` seeds them)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``recitation serve``: the command (options, loopback check, signals) around
-:func:`recitation.serve.start_server`."""
+:func:`recitation.serve.server.start_server`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import signal
 import sys
 import threading
 
-from recitation.serve import LOOPBACK, start_server
+from recitation.serve.server import LOOPBACK, start_server
 
 log = logging.getLogger("recitation.serve")
 

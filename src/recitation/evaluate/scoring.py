@@ -1,5 +1,5 @@
 """Score EchoTrace extraction files as the RECAP release does (the ``recitation evaluate``
-command: :mod:`recitation.evaluate_cli`).
+command: :mod:`recitation.evaluate.cli`).
 
 For each extraction file, every event's gold text (first sentence removed when given away,
 see :mod:`recitation.metrics.weighted`) is scored against the candidate of each RECAP method
