@@ -252,7 +252,7 @@ def _chunking(cfg: RunConfig, model: ManagedModel) -> tuple[int, int]:
     A backend that batches (local) gets chunks of ``batch_size * concurrency`` items, one at
     a time. Other backends (APIs) get one item per chunk and a window of that many items
     under way: a slow or hung request then holds back only its own item, not a whole chunk
-    (measured with recitation.chaos: a chunk barrier halved throughput under 1% timeouts).
+    (measured with recitation.serve.chaos: a chunk barrier halved throughput under 1% timeouts).
     """
     window = max(1, cfg.model.batch_size * cfg.model.concurrency)
     return (window, 1) if model.capabilities.batching else (1, window)
