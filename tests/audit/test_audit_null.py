@@ -114,6 +114,8 @@ def test_the_organism_without_controls_is_memorized_by_the_null_and_held_out_tex
     v, null = members["verdict"], members["extraction"]["text"]["null"]
     assert v["label"].startswith("memorized") and v["rule"] == "null_reproduction", v
     assert null["model"] and null["n"] == 15 and null["beyond_chance"] >= 3, null
+    # one rule: every passage reproduced beyond chance is counted as reproduced verbatim
+    assert members["extraction"]["text"]["reproduced"] >= null["beyond_chance"]
     held = audit("organism:quick:held-out")
     assert not held["verdict"]["label"].startswith("memorized"), held["verdict"]
     assert held["extraction"]["text"]["null"]["beyond_chance"] == 0
@@ -146,6 +148,9 @@ def test_an_audit_without_controls_runs_the_null_and_reports_it(tmp_path: Path) 
         [10 * -math.log10(5)] * 3)
     assert null["beyond_chance"] == 3 and null["model"] == "reference"
     assert model["verdict"]["label"].startswith("memorized")
+    text_col = json.loads((folder / "report.json").read_text(encoding="utf-8"))[
+        "verdict_table"]["rows"][0][3]
+    assert text_col == "3/3"  # the verdict and the "text reproduced" column agree
     assert "beyond chance" in (folder / "report.md").read_text(encoding="utf-8")
     run = folder / "runs" / load_manifest(folder)["models"][0]["runs"]["prefix_probe"]
     with RunStore(run) as store:
