@@ -162,11 +162,54 @@ def on_path(tmp_path: Path) -> Iterator[Path]:
         registry.refresh()
 
 
-def test_a_plugin_that_fails_to_load_is_named(on_path: Path) -> None:
+def test_a_plugin_that_fails_to_load_is_named(on_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
     _dist(on_path, "brokenplug", "[recitation.methods]\nbad = brokenplug_nowhere:X\n")
     with pytest.raises(ConfigError, match=r"plug-in 'brokenplug' \(recitation.methods: bad = "
                        r"brokenplug_nowhere:X\) cannot be loaded: ModuleNotFoundError"):
         methods.names()
+    assert main(["methods"]) == 1  # every command says so, not a traceback
+    assert "pip uninstall brokenplug" in capsys.readouterr().err
+
+
+JOB = """
+from pydantic import BaseModel
+
+from recitation.runs.jobs import Job, Table, WorkItem
+
+
+class Params(BaseModel):
+    n: int = 2
+
+
+class CountJob(Job):
+    name = "count"
+    description = "counts"
+    Params = Params
+
+    def items(self):
+        return [WorkItem(str(i), {"i": i}) for i in range(self.params.n)]
+
+    async def run_items(self, items, model):
+        return [{"i": it.payload["i"]} for it in items]
+
+    def summarize(self, records):
+        return Table("count", ["i"], [[r["i"]] for _, r in records])
+"""
+
+
+def test_a_job_of_another_package(on_path: Path) -> None:
+    from recitation.runs.jobs import make_job
+
+    (on_path / "countplug.py").write_text(JOB, encoding="utf-8")
+    _dist(on_path, "countplug", "[recitation.jobs]\ncount = countplug:CountJob\n")
+    try:
+        job = make_job("count", {"n": 3}, 0)
+        assert [it.id for it in job.items()] == ["0", "1", "2"]
+        with pytest.raises(ConfigError, match=r"unknown job 'cuont' \(did you mean 'count'"):
+            make_job("cuont", {}, 0)
+    finally:
+        _forget("countplug")
 
 
 def test_a_plugin_may_not_take_a_builtin_name(on_path: Path) -> None:

@@ -181,7 +181,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        parser = build_parser()  # its choices read the registries: a broken plug-in is named
+    except RecitationError as e:
+        err_console.print(f"[red]error:[/red] {escape(str(e))}")
+        return 1
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")

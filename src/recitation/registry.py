@@ -94,7 +94,8 @@ def import_path(path: str, what: str, origin: PlugIn | None = None) -> Any:
             return getattr(importlib.import_module(module), attr)
         except Exception as e:  # noqa: BLE001 - anything a foreign package raises
             raise ConfigError(f"{what} registry: {origin} cannot be loaded: "
-                              f"{type(e).__name__}: {e}") from e
+                              f"{type(e).__name__}: {e}; fix that package or uninstall it "
+                              f"(pip uninstall {origin.package})") from e
     try:
         return getattr(importlib.import_module(module), attr)
     except AttributeError:
