@@ -59,8 +59,8 @@ def fmt(x: float | int | None) -> str:
 
 
 def _finding(rule: str, label: str, level: Level, **kw: object) -> Finding:
-    return Finding.model_validate({"rule": rule, "label": label, "level": level,
-                                   "rules_version": RULES_VERSION, **kw})
+    return Finding.model_validate({"rule": rule, "rule_text": RULES[rule], "label": label,
+                                   "level": level, "rules_version": RULES_VERSION, **kw})
 
 
 def _extraction_reasons(i: Inputs) -> list[str]:

@@ -80,6 +80,7 @@ class Finding(Strict):
     label: str
     level: Level
     rule: str  # the rule that fired (RULES)
+    rule_text: str  # what the rule says, in words
     evidence: str | None = None  # the kind of evidence it rests on
     error_rate: str = ""  # as stated to the user
     why_none: str | None = None
