@@ -10,6 +10,11 @@ for, so this module imports nothing above the foundations and naming methods (CL
 imports no method code. An attribute that is a mapping (e.g. the PEARL metadata of every
 perturbation) is looked up by the method's name.
 
+Another package adds methods as ``recitation.methods`` entry points (:data:`REGISTRY`,
+:mod:`recitation.registry`); their metadata is imported when the methods are listed, to
+learn their kind and family. A family's own options are a pydantic model on its metadata
+(:attr:`MethodInfo.option_model`, :mod:`recitation.method_options`).
+
 Command-line choices, call estimates, the ``recitation methods`` listing and the method
 table of docs/methods.md derive from here; tests/test_methods_registry.py runs every
 registered method through its job. docs/adding-a-method.md walks through adding one.
