@@ -141,6 +141,10 @@ def test_audit_and_report_show_it(installed: Path, tmp_path: Path) -> None:
     md = (folder / "report.md").read_text(encoding="utf-8")
     assert "## Shout words" in md and "shout_share" in md
     assert "Shouted at loud:echo" in (folder / "report.html").read_text(encoding="utf-8")
+    out = tmp_path / "cmp"
+    assert main(["compare", str(folder), "--out", str(out)]) == 0
+    (row,) = json.loads((out / "compare.json").read_text(encoding="utf-8"))["rows"]
+    assert "shout_share 1" in row[-1]
 
 
 def _dist(root: Path, name: str, entry_points: str) -> None:
