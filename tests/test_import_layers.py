@@ -8,7 +8,7 @@ import statement wherever it is written:
   dependency is the same, and a lazy import back into a caller (``detect/cli.py`` taking
   ``_execute`` from ``cli.py``) is exactly the knot this test forbids;
 - imports under ``if TYPE_CHECKING:``: they **count** too; a type that must be imported
-  from the layer above is a layer pointing back (``detect/report.py`` now states what it reads
+  from the layer above is a layer pointing back (``detect/results.py`` now states what it reads
   of a job as a ``Protocol`` instead of importing ``detect/job.py``).
 
 Not counted: names looked up at run time through ``importlib`` (the job registry in

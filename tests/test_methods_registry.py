@@ -187,7 +187,7 @@ def run_method(name: str, tmp_path: Path, model: Model) -> tuple[Any, list[dict[
         job = make_job("detect", detect_params(info, tmp_path), 0)
         return job, run(job, model)
     if info.job == "extract":
-        from recitation.extract.report import event_records
+        from recitation.extract.export import event_records
 
         job = make_job("extract", extract_params(name, tmp_path), 0)
         helper = ScriptedModel(helper_reply, name="helper")

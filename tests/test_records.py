@@ -86,7 +86,7 @@ def test_detect_records_by_hand_one_orientation_for_calibration_and_report() -> 
     """Scores are oriented once (higher = member-like), for the detect job's calibration and
     the audit report alike: a lower-is-member score negated, a missing or non-finite score
     and a sample that is neither text nor control left out."""
-    from recitation.detect.report import build_report
+    from recitation.detect.results import build_report
     from recitation.records import DetectRecord, ScoreRecord, oriented_scores
     from recitation.report.numbers import detection
     from recitation.verdict.pins import pins_now

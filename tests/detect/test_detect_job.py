@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from recitation.detect.job import DetectJob, DetectParams
-from recitation.detect.report import estimate_calls
+from recitation.detect.results import estimate_calls
 from recitation.detect.samples import load_samples
 from recitation.errors import ConfigError, CorpusError
 from recitation.models.base import GenerationRequest
@@ -209,7 +209,7 @@ def test_reference_calls_go_to_the_run_store_through_the_run_context(
 
 def test_a_token_budget_stops_the_run_and_the_partial_report_is_stored(
         params: dict[str, object], tmp_path: Path) -> None:
-    from recitation.detect.report import finalize_run
+    from recitation.detect.results import finalize_run
 
     cfg = parse_config({"job": "detect", "model": {"backend": "scripted", "batch_size": 1},
                         "budget": {"max_tokens": 400}, "params": params})

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from recitation.detect.job import DetectParams
-from recitation.detect.report import build_report, report_table
+from recitation.detect.results import build_report, report_table
 
 pytest.importorskip("scipy")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from recitation.detect.report import estimate_calls
+from recitation.detect.results import estimate_calls
 from recitation.detect.samia import (
     prefix_of,
     rouge1_recall,

@@ -269,7 +269,7 @@ async def test_reported_attempt_is_the_best_kept_one_not_the_last() -> None:
     from recitation.corpus.echotrace import candidate_text
     from recitation.corpus.model import Book, Chapter, Event
     from recitation.evaluate import EvaluateConfig, evaluate_book
-    from recitation.extract.report import build_book
+    from recitation.extract.export import build_book
 
     model = scripted_rounds(_w(0, 10), [_w(0, 30), "w39"])
     ev = counted_event()

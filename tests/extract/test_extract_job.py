@@ -14,14 +14,14 @@ import pytest
 from recitation.corpus.echotrace import load_echotrace
 from recitation.evaluate import EvaluateConfig, evaluate_book
 from recitation.extract import prompts
-from recitation.extract.job import ExtractJob
-from recitation.extract.report import (
+from recitation.extract.export import (
     ECHO_METHOD,
     build_book,
     event_records,
     method_costs,
     summary_table,
 )
+from recitation.extract.job import ExtractJob
 from recitation.models.base import GenerationRequest
 from recitation.models.scripted import ScriptedModel
 from recitation.runs.jobs import make_job
@@ -165,7 +165,7 @@ def test_filter_keeps_the_recalled_event_and_drops_the_other(tmp_path: Path) -> 
 
 
 def test_written_file_round_trips_through_the_loader(tmp_path: Path) -> None:
-    from recitation.extract.report import write_extraction
+    from recitation.extract.export import write_extraction
 
     job, records = run_job({"book": str(write_book(tmp_path)), "chapters": [1],
                             "methods": ["prefix", "dsp"]})

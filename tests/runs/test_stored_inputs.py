@@ -75,7 +75,7 @@ def use_backend(monkeypatch: pytest.MonkeyPatch, marker: str | None) -> None:
 @pytest.fixture
 def report_builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts detect reports built (each: shift-guard permutations and bootstraps)."""
-    from recitation.detect import report
+    from recitation.detect import results as report
 
     built: list[int] = []
     real = report.build_report

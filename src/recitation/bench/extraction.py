@@ -11,7 +11,7 @@ jailbreak on refusals, the feedback loop, the filter), greedy, with attempts cap
 passage length plus a margin (CPU budget). Scored per passage against its own text: the
 whole passage reproduced, at least one 40-token verbatim passage (RECAP's metric), ROUGE-L
 recall; per dose and for non-members, per method. Costs per method come from the job's
-per-stage ledgers (:func:`recitation.extract.report.method_costs`), so RECAP's savings with
+per-stage ledgers (:func:`recitation.extract.export.method_costs`), so RECAP's savings with
 the filter are measured on the same run.
 """
 
@@ -88,7 +88,7 @@ def _norm(text: str) -> str:
 def method_texts(rec: dict[str, Any]) -> dict[str, str]:
     """The text each method returns for one event record (EchoTrace candidate rules)."""
     from recitation.corpus.echotrace import BLOCKED
-    from recitation.extract.report import ECHO_METHOD, filtered_completions
+    from recitation.extract.export import ECHO_METHOD, filtered_completions
 
     out = {}
     for method, key in ECHO_METHOD.items():
@@ -139,7 +139,7 @@ def extract_rows(outcome: Any, passages: dict[str, Passage],
 
 def event_map(outcome: Any) -> dict[str, dict[str, Any]]:
     """Passage id -> its event record (the first event of its chapter)."""
-    from recitation.extract.report import event_records
+    from recitation.extract.export import event_records
 
     records = [(str(r.get("item_id", "")), r) for r in outcome.records]
     out: dict[str, dict[str, Any]] = {}
@@ -151,7 +151,7 @@ def event_map(outcome: Any) -> dict[str, dict[str, Any]]:
 
 def method_cost_rows(outcome: Any) -> list[dict[str, Any]]:
     """Prompts and tokens each method needed on this checkpoint (the job's stage ledgers)."""
-    from recitation.extract.report import event_records, method_costs
+    from recitation.extract.export import event_records, method_costs
 
     records = [(str(r.get("item_id", "")), r) for r in outcome.records]
     events = [r for r in event_records(records) if "cost" in r]

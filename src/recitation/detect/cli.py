@@ -289,7 +289,7 @@ def _fill_on_ray(args: argparse.Namespace, job: Any) -> None:
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
-    from recitation.detect.report import estimate_calls
+    from recitation.detect.results import estimate_calls
     from recitation.models.registry import capabilities_of
     from recitation.runs.console import console, execute_and_print
     from recitation.runs.jobs import make_job

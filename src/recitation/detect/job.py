@@ -180,7 +180,7 @@ class DetectJob(Job):
         upper bound: a text asked twice is answered once, and ReCaLL does not score the
         controls in its prefix; reference-model scorings go to the reference model, not
         counted here."""
-        from recitation.detect.report import count_calls
+        from recitation.detect.results import count_calls
 
         c = count_calls(self)
         return CallEstimate(c["generate_calls"] + c["score_calls"], c["input_tokens"],
@@ -420,19 +420,19 @@ class DetectJob(Job):
         return ref
 
     def summarize(self, records: list[tuple[str, dict[str, Any]]]) -> Table:
-        from recitation.detect.report import build_report, report_table
+        from recitation.detect.results import build_report, report_table
 
         return report_table(build_report([r for _, r in records], self.params, self.seed))
 
     def finalize(self, records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
         """The calibrated report over every stored sample (built once per execute)."""
-        from recitation.detect.report import build_report
+        from recitation.detect.results import build_report
 
         return build_report([r for _, r in records], self.params, self.seed)
 
     def summary(self, records: list[tuple[str, dict[str, Any]]],
                 report: dict[str, Any] | None) -> Table:
-        from recitation.detect.report import report_table
+        from recitation.detect.results import report_table
 
         return report_table(report) if report is not None else self.summarize(records)
 

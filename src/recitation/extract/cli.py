@@ -149,8 +149,8 @@ def _check_models_and_methods(args: argparse.Namespace) -> None:
 def export_run(run_dir: Path, out: str | None) -> list[Path]:
     """Write the extraction file(s) of a run from its store alone (the book as stored when
     the run was created: the book file may have moved); returns their paths."""
+    from recitation.extract.export import build_book, extraction_filename, write_extraction
     from recitation.extract.job import ExtractJob, skipped_in
-    from recitation.extract.report import build_book, extraction_filename, write_extraction
     from recitation.runs.runner import load_job
     from recitation.runs.store import RunStore
 

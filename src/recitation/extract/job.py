@@ -347,7 +347,7 @@ class ExtractJob(Job):
             ev.filter = fs.to_dict() | {"parrot": parrot.report}
 
     def summarize(self, records: list[tuple[str, dict[str, Any]]]) -> Table:
-        from recitation.extract.report import summary_table
+        from recitation.extract.export import summary_table
 
         skipped = skipped_in(records)
         methods: list[str] = [m for m in self.params.methods if m not in skipped]

@@ -25,7 +25,7 @@ METHOD_STAGES: dict[str, tuple[str, ...]] = {
     "recap_filter": ("summary", "dsp", "verify", "jailbreak", "feedback", "refine"),
 }
 """Which stages' calls each method needs (``recap_filter`` counts only filtered-in events'
-feedback and refine calls, see :func:`recitation.extract.report.method_costs`)."""
+feedback and refine calls, see :func:`recitation.extract.export.method_costs`)."""
 
 
 

@@ -206,7 +206,7 @@ def replay_file(path: str | Path, out_dir: str | Path | None = None,
                 cfg: RecapConfig | None = None) -> FileReplay:
     """Replay every event of a released extraction file; with ``out_dir``, also write our
     EchoTrace export there (named as released, so ``recitation evaluate`` parses it)."""
-    from recitation.extract.report import build_book, extraction_filename, write_extraction
+    from recitation.extract.export import build_book, extraction_filename, write_extraction
 
     f = parse_extraction_path(path)
     book = load_echotrace(f.path)

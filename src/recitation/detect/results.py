@@ -1,4 +1,5 @@
-"""Turn stored detect records into calibrated verdicts and metrics; estimate a run's calls.
+"""A detect run's results: stored detect records turned into calibrated verdicts and
+metrics (the run's report); a run's calls estimated.
 
 ``build_report`` is pure (records in, JSON-serializable report out). The detect job's
 ``finalize`` returns it and the runner stores it at the end of every execute, first run and
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 class DetectParams(Protocol):
     """What the report reads of a detect job's parameters (``detect.job.DetectParams``).
 
-    A protocol, so that the report does not import the job: ``job`` -> ``report``, one way.
+    A protocol, so that this module does not import the job: ``job`` -> ``results``, one way.
     """
 
     @property

@@ -1,4 +1,5 @@
-"""From stored extract-job records to an EchoTrace extraction file and a summary.
+"""The extract run exported: stored extract-job records to an EchoTrace extraction file and
+a summary.
 
 The file has the layout of the RECAP release (``LLM_completions`` -> ``prefix-probing`` and
 ``Agent_Extraction`` -> ``simple_agent_extraction``, ``simple_agent_jailbreak``,
