@@ -5,6 +5,7 @@ test here (fast: no model)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -146,3 +147,45 @@ def test_inputs_and_findings_refuse_unknown_keys() -> None:
     f = decide(Inputs(controls=9, prefix=(_c(4, 4), _c(9, 0))))
     with pytest.raises(ValidationError):
         type(f).model_validate(f.as_dict() | {"lable": "x"})
+
+
+def test_fishers_smallest_possible_p_against_every_table() -> None:
+    """The floor Tarone's rule uses for Fisher's test, 1 / C(n_t + n_c, n_t), is the
+    smallest p scipy gives over every table with those group sizes."""
+    for n_t, n_c in [(1, 1), (4, 4), (3, 9), (6, 2)]:
+        ps = [fisher_exact([[k, n_t - k], [c, n_c - c]], alternative="greater").pvalue
+              for k in range(n_t + 1) for c in range(n_c + 1)]
+        assert min(ps) == pytest.approx(1 / math.comb(n_t + n_c, n_t))
+
+
+def test_tarone_counts_only_tests_that_could_reject() -> None:
+    from recitation.verdict.decide import tarone
+
+    assert tarone([0.001, 0.5], 0.05) == 1  # the second can never reach 0.05
+    assert tarone([0.001, 0.001], 0.05) == 2
+    assert tarone([0.02, 0.02, 0.02], 0.05) == 3  # at 3 none reaches 0.0167: all idle
+    assert tarone([], 0.05) == 1
+    # RECAP on one passage of each group (p >= 1/2) does not halve prefix probing's level
+    f = decide(Inputs(controls=4, prefix=(_c(4, 4), _c(4, 0)), recap=(_c(1, 1), _c(1, 0))))
+    assert f.numbers["tests"] == 1 and f.rule == "reproduction"
+    assert any(r.startswith("not counted (Tarone 1990): RECAP") for r in f.reasons)
+
+
+@pytest.mark.parametrize("rate", [0.05, 0.3, 0.6, 0.9])
+def test_the_family_wise_error_holds_exactly(rate: float) -> None:
+    """Under the null (text and controls reproduced alike, each passage with probability
+    ``rate``, independently), the chance that the verdict says 'memorized' is at most
+    ALPHA, computed exactly over every outcome of two extraction tests (prefix probing 6
+    vs 6, RECAP 2 vs 2) with scipy's binomial probabilities."""
+    from scipy.stats import binom
+
+    def pmf(n: int, k: int) -> float:
+        return float(binom.pmf(k, n, rate))
+
+    total = 0.0
+    for kt, kc, rt, rc in itertools.product(range(7), range(7), range(3), range(3)):
+        f = decide(Inputs(controls=6, prefix=(_c(6, kt), _c(6, kc)),
+                          recap=(_c(2, rt), _c(2, rc))))
+        if f.rule == "reproduction":
+            total += pmf(6, kt) * pmf(6, kc) * pmf(2, rt) * pmf(2, rc)
+    assert total <= ALPHA

@@ -3,15 +3,16 @@
 The rules (:data:`RULES`, version :data:`RULES_VERSION`), each stating its error rate:
 
 * **with controls** — every test the audit can make is one test of one family, corrected
-  together (Bonferroni over the ``m`` tests made, family-wise error at most
-  :data:`ALPHA`): for each extraction method (prefix probing; RECAP after feedback), the
-  share of text passages reproduced verbatim against the controls' (one-sided Fisher exact
-  test); for each primary detector score pinned in the manifest whose controls reach the
-  target FPR, the text passages flagged against the threshold's FPR bound (one-sided
-  binomial test). A significant extraction test: *memorized* (high); else a significant
-  detector: *signs of training* (medium); else *no evidence found* (low). Controls that
-  differ from the text on simple features (length, vocabulary) give no verdict: the tests
-  would measure the difference.
+  together (Bonferroni over the ``m`` tests made, family-wise error at most :data:`ALPHA`;
+  a test too small to reach ``ALPHA / m`` whatever its outcome is not counted: Tarone's
+  modified Bonferroni for discrete tests, :func:`tarone`): for each extraction method
+  (prefix probing; RECAP after feedback), the share of text passages reproduced verbatim
+  against the controls' (one-sided Fisher exact test); for each primary detector score
+  pinned in the manifest whose controls reach the target FPR, the text passages flagged
+  against the threshold's FPR bound (one-sided binomial test). A significant extraction
+  test: *memorized* (high); else a significant detector: *signs of training* (medium); else
+  *no evidence found* (low). Controls that differ from the text on simple features (length,
+  vocabulary) give no verdict: the tests would measure the difference.
 * **without controls** — verbatim reproduction judged against the reference model's null
   (:mod:`recitation.metrics.null`: family-wise error at most ``alpha`` over the passages);
   no reference model: no verdict.
@@ -20,6 +21,7 @@ The rules (:data:`RULES`, version :data:`RULES_VERSION`), each stating its error
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from recitation.metrics.stats import binom_greater, fisher_greater
@@ -75,23 +77,38 @@ def _extraction_reasons(i: Inputs) -> list[str]:
     return out
 
 
-def _tests(i: Inputs) -> list[tuple[str, str, float]]:
-    """``(kind, name, p)`` of every test the verdict makes (controls present)."""
-    out: list[tuple[str, str, float]] = []
+Test = tuple[str, str, float, float]
+"""``(kind, name, p, smallest p the test could give)`` of one test of the verdict."""
+
+
+def _tests(i: Inputs) -> list[Test]:
+    """Every test the verdict makes (controls present), with the smallest p-value its design
+    allows whatever the outcome (:func:`tarone`)."""
+    out: list[Test] = []
     for name, pair in (("prefix probing", i.prefix), ("RECAP", i.recap)):
-        if pair is not None and (p := _fisher(*pair)) is not None:
-            out.append(("extraction", name, p))
+        if pair is not None and (p := fisher_greater(
+                pair[0].reproduced, pair[0].n, pair[1].reproduced, pair[1].n)) is not None:
+            out.append(("extraction", name, p, 1 / math.comb(pair[0].n + pair[1].n,
+                                                             pair[0].n)))
     for d in i.detectors:
-        p = i.detector_p.get(d.name)
-        if p is None and d.reachable and d.fpr_bound is not None and d.n:
-            p = binom_greater(d.flagged, d.n, d.fpr_bound)
+        p, floor = i.detector_p.get(d.name), 0.0
+        if d.reachable and d.fpr_bound is not None and d.n:
+            floor = min(max(d.fpr_bound, 1e-12), 1.0) ** d.n  # all n flagged
+            p = binom_greater(d.flagged, d.n, d.fpr_bound) if p is None else p
         if p is not None:
-            out.append(("detector", d.name, p))
+            out.append(("detector", d.name, p, floor))
     return out
 
 
-def _fisher(t: Counts, c: Counts) -> float | None:
-    return fisher_greater(t.reproduced, t.n, c.reproduced, c.n)
+def tarone(floors: list[float], alpha: float) -> int:
+    """Tarone's modified Bonferroni (1990, Biometrics 46:515): the smallest ``k >= 1`` such
+    that at most ``k`` of the tests could reach ``alpha / k`` at all (``floors``: each
+    test's smallest possible p); the others can never reject, so correcting over ``k``
+    keeps the family-wise error at most ``alpha``."""
+    for k in range(1, len(floors) + 1):
+        if sum(f <= alpha / k for f in floors) <= k:
+            return k
+    return max(1, len(floors))
 
 
 def _with_controls(i: Inputs, reasons: list[str]) -> Finding:
@@ -107,22 +124,26 @@ def _with_controls(i: Inputs, reasons: list[str]) -> Finding:
                "primary detector reached its target FPR with these controls (more controls "
                "or a higher --target-fpr)")
         return _finding("no_test", "no verdict", "none", why_none=why, reasons=reasons + [why])
-    m = len(tests)
+    m = tarone([t[3] for t in tests], ALPHA)
     cut = ALPHA / m
-    hits = [(kind, name, p) for kind, name, p in tests if p <= cut]
+    hits = [t for t in tests if t[2] <= cut]
+    idle = [name for _, name, _, floor in tests if floor > cut]
     numbers: dict[str, float | int | None] = {"alpha": ALPHA, "tests": m, "threshold": cut}
-    numbers |= {f"p {name}": p for _, name, p in tests}
+    numbers |= {f"p {name}": p for _, name, p, _ in tests}
     reasons = reasons + _detector_reasons(i) + [
         f"{m} test(s), each at {fmt(cut)} (Bonferroni: family-wise error at most "
-        f"{ALPHA:g}): " + ", ".join(f"{name} p {fmt(p)}" for _, name, p in tests)]
+        f"{ALPHA:g}): " + ", ".join(f"{name} p {fmt(p)}" for _, name, p, _ in tests)]
+    if idle:
+        reasons.append(f"not counted (Tarone 1990): {', '.join(idle)}, too few passages to "
+                       f"reach p {fmt(cut)} whatever the outcome")
     if any(c.reproduced for c in _controls(i)):
         reasons.append(CONTROLS_REPRODUCED)
     rate = f"family-wise error at most {ALPHA:g} (Bonferroni over {m} test(s))"
-    p_ex = min((p for kind, _, p in tests if kind == "extraction"), default=None)
-    sig = [name for kind, name, _ in hits if kind == "detector"]
+    p_ex = min((t[2] for t in tests if t[0] == "extraction"), default=None)
+    sig = [t[1] for t in hits if t[0] == "detector"]
     common = {"reasons": reasons, "error_rate": rate, "numbers": numbers,
               "p_extraction": p_ex, "significant": sig}
-    if any(kind == "extraction" for kind, _, _ in hits):
+    if any(t[0] == "extraction" for t in hits):
         return _finding("reproduction", "memorized: reproduces the text verbatim", "high",
                         evidence="reproduction against controls", **common)
     if sig:
