@@ -5,7 +5,9 @@ Loaders: :func:`load_text`, :func:`load_gutenberg` (plain text), :func:`load_ech
 (JSONL corpora), :func:`load_latex` (arXiv sources); :func:`load_book` picks one by path
 and checks the result (empty, binary, non-UTF-8, oversized files are refused in
 :mod:`recitation.corpus.files`, the one place input files are checked). Chunking:
-:func:`chunk_text`, :func:`chunk_book`. Submodules are imported lazily by these names.
+:func:`chunk_text`, :func:`chunk_book`; a book cut into passages: :func:`book_passages` (the
+one cutter of detect, audit and extract, :mod:`recitation.corpus.passages`). Submodules are
+imported lazily by these names.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ _LAZY = {
     "load_latex": "latex",
     "chunk_text": "chunking",
     "chunk_book": "chunking",
+    "book_passages": "passages",
+    "cut_passages": "passages",
+    "read_book_text": "passages",
     "word_tokenize": "tokenize",
     "load_book": "books",
     "read_text_file": "files",
