@@ -49,11 +49,6 @@ def add_detect_parser(sub: Any) -> None:
                    "ezmia: EZ-MIA, needs --reference-model; camia: CAMIA, needs 10+ "
                    "controls; samia: SaMIA, text only; "
                    "'recitation methods --kind detector' lists every method with its family)")
-    p.add_argument(FLAG, action="append", default=[], dest="detector_option",
-                   metavar="FAMILY.KEY=VALUE",
-                   help="an option of a detector family that declares its own (a plug-in's; "
-                   "repeatable), checked against the family's options; 'recitation methods "
-                   "--kind detector --json' lists them under 'options'")
     _add_scoring_options(p)
     _add_pearl_options(p)
     p.add_argument("--reference-model", default=None, metavar="SPEC",
@@ -102,7 +97,13 @@ def _add_calibration_options(p: argparse.ArgumentParser) -> None:
 
 
 def _add_scoring_options(p: argparse.ArgumentParser) -> None:
-    """Options of the score-based detectors: n-gram Min-K%, ReCaLL, DC-PDD."""
+    """Options of the score-based detectors: a family's own (``--detector-option``), n-gram
+    Min-K%, ReCaLL, DC-PDD, SaMIA, the neighbourhood attack, EZ-MIA."""
+    p.add_argument(FLAG, action="append", default=[], dest="detector_option",
+                   metavar="FAMILY.KEY=VALUE",
+                   help="an option of a detector family that declares its own (a plug-in's; "
+                   "repeatable), checked against the family's options; 'recitation methods "
+                   "--kind detector --json' lists them under 'options'")
     p.add_argument("--min-k-ngram", type=int, default=None, metavar="N",
                    help="N > 1: also Min-K%% over the means of N-token windows "
                    "(min_k_K_ngramN; 1: off)")
