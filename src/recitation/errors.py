@@ -13,11 +13,14 @@ Every error the toolkit raises on purpose derives from :class:`RecitationError`:
         ├── RateLimitError          HTTP 429 (retried; honours Retry-After)
         ├── ServerError             HTTP 5xx (retried)
         ├── BackendTimeout          the request timed out (retried)
+        │   └── LocalServerTimeout  ... on a server on this machine (not sent again)
         ├── BackendConnectionError  the server could not be reached (retried)
         ├── MalformedResponseError  the reply was not valid JSON / not the expected shape (retried)
-        └── UnsupportedRequest      the backend cannot do what was asked (e.g. log-probs)
+        ├── UnsupportedRequest      the backend cannot do what was asked (e.g. log-probs)
+        └── EndpointError           wrong base URL or model name (HTTP 404, diagnosed)
 
-``BackendError.retryable`` tells the retry layer whether trying again can help.
+``BackendError.retryable`` tells the retry layer whether trying again can help;
+``BackendError.fatal`` that every call of the run would fail the same way (the run stops).
 
 Optional dependencies are imported through :func:`require` (or located without importing
 through :func:`require_spec`): a missing one raises :class:`MissingDependencyError` with the
@@ -132,6 +135,7 @@ class BackendError(RecitationError):
     """A model backend failed."""
 
     retryable: bool = False
+    fatal: bool = False  # every call of the run would fail alike: the run stops, saying why
 
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
@@ -160,6 +164,14 @@ class BackendTimeout(BackendError):
     retryable = True
 
 
+class LocalServerTimeout(BackendTimeout):
+    """No answer in time from a server on this machine: it is still computing the request
+    (a client giving up does not stop it), so sending it again would only queue it behind
+    itself. Not retried; the item fails and the message says how to give more time."""
+
+    retryable = False
+
+
 class BackendConnectionError(BackendError):
     retryable = True
 
@@ -170,3 +182,11 @@ class MalformedResponseError(BackendError):
 
 class UnsupportedRequest(BackendError):
     retryable = False
+
+
+class EndpointError(BackendError):
+    """The base URL or the model name is wrong (HTTP 404, diagnosed by asking the server
+    which models it serves): neither retrying nor resuming can fix it, so the run stops."""
+
+    retryable = False
+    fatal = True

@@ -65,16 +65,25 @@ class Backend:
     make: Callable[[ServerHandle, float], Model]
 
 
+def remote_like(m: OpenAIModel | AnthropicModel) -> Model:
+    """``m`` resending a request that timed out, as to a remote server: the harness's hang
+    ends when its client leaves (a real server on this machine would still be computing it,
+    so a timeout there is not resent: tests/models/test_endpoint.py)."""
+    m.resend_timeouts = True
+    return m
+
+
 BACKENDS = [
     Backend(
         "openai",
-        lambda h, t: OpenAIModel("scripted", base_url=h.url, api_key_env=KEY_ENV, timeout=t),
+        lambda h, t: remote_like(OpenAIModel("scripted", base_url=h.url, api_key_env=KEY_ENV,
+                                             timeout=t)),
     ),
     Backend(
         "anthropic",
-        lambda h, t: AnthropicModel(
+        lambda h, t: remote_like(AnthropicModel(
             "scripted", base_url=h.root_url, api_key_env=KEY_ENV, timeout=t
-        ),
+        )),
     ),
 ]
 

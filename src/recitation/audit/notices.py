@@ -13,8 +13,19 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
-from recitation.audit.inputs import Passage
+
+class Passage(Protocol):
+    """What the notices read of a passage (audit/inputs.Passage, which imports this module
+    to word its error)."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def chapter(self) -> str: ...
 
 MIN_WORDS = 8
 """The fewest words a passage may have (shorter ones are left out: audit/inputs.py)."""

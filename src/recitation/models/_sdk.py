@@ -18,6 +18,12 @@ APIConnectionError                     BackendConnectionError
 APIResponseValidationError, bad JSON   MalformedResponseError
 =====================================  ======================================
 
+A client-side timeout on a server on this machine (``127.0.0.1``, ``localhost``) is a
+:class:`~recitation.errors.LocalServerTimeout`, not retried: that server is still computing
+the request, and a second copy would queue behind it (:mod:`recitation.models.endpoint`).
+``resend_timeouts`` (a :class:`~recitation.models.config.ModelConfig` field) overrides this
+for a server that abandons a request its client left (the fault-injection harness).
+
 API keys are read only from the environment and are scrubbed from every message we build.
 """
 
@@ -38,6 +44,7 @@ from recitation.errors import (
     BackendConnectionError,
     BackendError,
     BackendTimeout,
+    LocalServerTimeout,
     MalformedResponseError,
     RateLimitError,
     ServerError,
@@ -45,6 +52,7 @@ from recitation.errors import (
 )
 from recitation.models.base import Generation, GenerationRequest, Model
 from recitation.models.config import ModelConfig, is_loopback
+from recitation.models.endpoint import check_base_url, timeout_message
 
 T = TypeVar("T")
 C = TypeVar("C")
@@ -65,9 +73,10 @@ def resolve_api_key(backend: str, env_name: str | None) -> str:
     if not key:
         raise AuthenticationError(
             f"the {backend} backend needs an API key in the environment variable "
-            f"{env_name}, which is not set (or empty). Export it, e.g. `export {env_name}=...`; "
-            f"for a local server that needs no key (such as `recitation serve`) set it to any "
-            f"value or pass api_key_env=None."
+            f"{env_name}, which is not set (or empty). Export it, e.g. `export {env_name}=...`. "
+            f"A server on this machine (a base URL on 127.0.0.1 or localhost, e.g. "
+            f"{backend}:MODEL@http://127.0.0.1:8000{'/v1' if backend == 'openai' else ''}) is "
+            f"sent no key; for another server that needs none, set {env_name} to any value."
         )
     return key
 
@@ -245,13 +254,17 @@ class SDKModel(Model):
         """The endpoint, key variable (default ``<BACKEND>_API_KEY``; none when
         ``api_key_env`` is false), timeout and concurrency of ``cfg``; the SDK is imported
         here, and a missing one is named with its extra."""
+        check_base_url(cls.backend, cfg.model, cfg.base_url)  # before a key is asked for
         key_env = (None if cfg.api_key_env is False
                    else cfg.api_key_env or f"{cls.backend.upper()}_API_KEY")
         if (cfg.api_key_env is None and cfg.base_url and is_loopback(cfg.base_url)
                 and not os.environ.get(key_env or "", "").strip()):
             key_env = None  # a server on this machine (vLLM, llama.cpp, serve): no key asked
-        return cls(cfg.model, base_url=cfg.base_url, api_key_env=key_env,
-                   timeout=cfg.timeout, max_concurrency=cfg.concurrency)
+        model = cls(cfg.model, base_url=cfg.base_url, api_key_env=key_env,
+                    timeout=cfg.timeout, max_concurrency=cfg.concurrency)
+        if cfg.resend_timeouts is not None:
+            model.resend_timeouts = cfg.resend_timeouts
+        return model
 
     def __init__(self, model: str, *, base_url: str | None, api_key_env: str | None,
                  timeout: float, max_concurrency: int) -> None:
@@ -261,6 +274,9 @@ class SDKModel(Model):
         self.api_key_env = api_key_env
         self.timeout = timeout
         self.server = display_url(base_url, self.default_base_url)
+        # a request that timed out is sent again unless its server is on this machine (still
+        # computing it: a second copy would queue behind it); settable (ModelConfig)
+        self.resend_timeouts = not (base_url and is_loopback(base_url))
         self.__key = resolve_api_key(self.backend, api_key_env)
         self._clients: PerLoopClient[Any] = PerLoopClient(self._new_client, max_concurrency)
 
@@ -287,6 +303,8 @@ class SDKModel(Model):
         try:
             return await fn(**params)
         except Exception as e:
+            if not self.resend_timeouts and isinstance(e, self._sdk.APITimeoutError):
+                raise LocalServerTimeout(timeout_message(self._where, self.timeout)) from None
             mapped = map_sdk_error(e, self._sdk, self._where, self.__key)
             if mapped is e:
                 raise

@@ -115,6 +115,9 @@ class ModelConfig(BaseModel):
     tokens_per_minute: float | None = Field(None, gt=0)
     max_attempts: int = Field(4, ge=1)
     retry_base_delay: float = Field(0.5, ge=0)
+    # send a request that timed out again? None: unless its server is on this machine, which
+    # is still computing it (recitation.models.endpoint); true where that server abandons it
+    resend_timeouts: bool | None = None
     dtype: str = "auto"  # the local backend's weights (DTYPE_CHOICES); others take the server's
     device: Device = "auto"  # where a local model runs (models.device.DEVICE_FORMS)
 

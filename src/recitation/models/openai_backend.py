@@ -8,9 +8,11 @@ Works with OpenAI, vLLM, llama.cpp server, Ollama, DeepSeek, OpenRouter, ``recit
 API key
     Read only from the environment variable named by ``api_key_env`` (default
     ``OPENAI_API_KEY``) when the model is built; a missing variable raises
-    :class:`~recitation.errors.AuthenticationError` naming it. Local servers that need no key:
-    set the variable to any value, or pass ``api_key_env=None`` (a placeholder is sent). The key
-    never appears in :meth:`identity`, ``repr``, logs or our exception messages.
+    :class:`~recitation.errors.AuthenticationError` naming it. A server on this machine
+    (127.0.0.1, localhost) is sent a placeholder unless a variable is named; another server
+    that needs no key: set the variable to any value, or ``api_key_env=None`` here. The key
+    never appears in :meth:`identity`, ``repr``, logs or our exception messages. A base URL
+    without ``http://`` or ``https://`` is refused with the spec to write instead.
 
 Requests
     Chat requests go to ``chat.completions``, plain prompts to the legacy ``completions``
@@ -18,7 +20,10 @@ Requests
     ``logprobs`` are passed through. Chat calls send ``max_tokens`` (what vLLM, llama.cpp and
     most compatible servers read); when a server answers HTTP 400 asking for
     ``max_completion_tokens`` instead (OpenAI's reasoning models), the call is re-sent with
-    it, and this model keeps using it. The SDK's own retries are off (``max_retries=0``):
+    it, and this model keeps using it. An HTTP 404 is diagnosed once (the server asked which
+    models it serves: a base URL lacking ``/v1``, or a model name it does not serve) and
+    raised as :class:`~recitation.errors.EndpointError`, which stops the run with the fix
+    (:mod:`recitation.models.endpoint`). The SDK's own retries are off (``max_retries=0``):
     :class:`~recitation.models.managed.ManagedModel` retries. Requests of one call run
     concurrently, at most ``max_concurrency`` at a time. Whether seeds make sampling
     reproducible depends on the server.
@@ -44,6 +49,7 @@ from typing import Any
 
 from recitation.errors import (
     BackendError,
+    EndpointError,
     MalformedResponseError,
     UnsupportedRequest,
 )
@@ -55,6 +61,7 @@ from recitation.models.base import (
     TokenScores,
     Usage,
 )
+from recitation.models.endpoint import diagnose_not_found
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +91,29 @@ class OpenAIModel(SDKModel):
                          max_concurrency=max_concurrency)
         self._chat_limit_param = "max_tokens"
         self._score_form: str | None = None  # "echo" / "prompt_logprobs", once found
+        self._not_found: str | None = None  # the diagnosis of an HTTP 404, once made
+
+    async def _call(self, fn: Any, **params: Any) -> Any:
+        """One SDK call; an HTTP 404 is diagnosed (:meth:`_diagnose_404`)."""
+        try:
+            return await super()._call(fn, **params)
+        except BackendError as e:
+            if e.status != 404 or isinstance(e, EndpointError):
+                raise
+            raise await self._diagnose_404(e) from None
+
+    async def _diagnose_404(self, err: BackendError) -> BackendError:
+        """The 404 as an :class:`~recitation.errors.EndpointError` naming the wrong base URL
+        or model name (:func:`~recitation.models.endpoint.diagnose_not_found`, asked once),
+        else ``err`` as it was."""
+        if self._not_found is None:
+            client, _ = self._clients.get()
+            self._not_found = await diagnose_not_found(
+                lambda base: _served_models(client, base, self.timeout), self.backend,
+                self.name, self.server) or ""
+        if not self._not_found:
+            return err
+        return EndpointError(f"{err}; {self._not_found}", status=404)
 
     # -- generate ---------------------------------------------------------------------
     async def _generate_one(self, client: Any, req: GenerationRequest) -> Generation:
@@ -241,6 +271,16 @@ def _ranked_rows(text: str, rows: list[Any]) -> tuple[
     rest = "".join(names)
     first = text[: len(text) - len(rest)] if rest and text.endswith(rest) else ""
     return (first, *names), tuple(gold), tuple(top), tuple(ranks)
+
+
+async def _served_models(client: Any, base_url: str, timeout: float) -> list[str] | None:
+    """The model names ``GET base_url/models`` lists, or None where nothing lists them."""
+    try:
+        page = await client.with_options(base_url=base_url, timeout=min(timeout, 30.0)
+                                         ).models.list()
+        return [str(m.id) for m in page.data]
+    except Exception:  # any failure (404, no JSON, no list): nothing lists models there
+        return None
 
 
 def _usage(reply: Any) -> Usage:

@@ -30,7 +30,7 @@ __all__ = ["BACKEND_CLASSES", "backend_class", "backend_for", "backend_names", "
            "capabilities_of", "shared_backends"]
 
 _BACKEND_FIELDS = {"backend", "model", "base_url", "api_key_env", "timeout", "concurrency",
-                   "dtype", "device"}
+                   "dtype", "device", "resend_timeouts"}
 """The config fields a backend object depends on (the others configure the managed wrapper:
 batches, rate limits, retries)."""
 

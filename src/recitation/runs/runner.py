@@ -10,8 +10,10 @@ losing a result.
 
 One failing item never kills a run: when a chunk fails, its items are retried one by one
 (their completed calls are served from the store); items that still fail are recorded as
-events and left for a later resume. A budget that runs out stops the run cleanly with
-status ``budget_exhausted``.
+events and left for a later resume. Only an error that every item would meet alike (a
+``fatal`` backend error: a wrong base URL or model name) stops the run, with status
+``failed``, once the items under way have finished. A budget that runs out stops the run
+cleanly with status ``budget_exhausted``.
 
 The run keeps what it needs (see :mod:`recitation.runs.jobs`): the work items with their
 inputs, the job's snapshot and a fingerprint of its input files are stored when the run is
@@ -267,8 +269,6 @@ async def _execute(run_dir: Path, store: RunStore, cfg: RunConfig, job: Job,
     store.set_meta("status", "running")
     store.set_meta("total_items", len(items))
     failed: list[str] = []
-    status, message = "completed", ""
-    t_model = 0.0
     if progress:
         progress(len(items) - len(todo), len(items))
     size, in_flight = _chunking(cfg, model)
@@ -285,14 +285,8 @@ async def _execute(run_dir: Path, store: RunStore, cfg: RunConfig, job: Job,
         return out
 
     t0 = time.perf_counter()
-    try:
-        failed += await _run_all([one(todo[s : s + size]) for s in range(0, len(todo), size)])
-    except BudgetExceeded as e:
-        status, message = "budget_exhausted", str(e)
-        store.log_event("warning", f"run stopped: {e}")
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        store.set_meta("status", "interrupted")
-        raise
+    status, message = await _run_to_end(
+        store, [one(todo[s : s + size]) for s in range(0, len(todo), size)], failed)
     t_model = time.perf_counter() - t0
     if status == "completed" and failed:
         status = "incomplete"
@@ -303,6 +297,27 @@ async def _execute(run_dir: Path, store: RunStore, cfg: RunConfig, job: Job,
     _finalize(store, job)
     return RunOutcome(run_dir, status, len(items), len(store.done_items()), failed,
                       context.stats(), t_model, message)
+
+
+async def _run_to_end(store: RunStore, chunks: list[Coroutine[Any, Any, list[str]]],
+                      failed: list[str]) -> tuple[str, str]:
+    """Run the chunks, adding the ids of failed items to ``failed``; ``(status, message)``:
+    completed, or budget_exhausted with the budget's message. An interruption, and a fatal
+    backend error (see :func:`_run_chunk`), store their status and are raised."""
+    try:
+        failed += await _run_all(chunks)
+    except BudgetExceeded as e:
+        store.log_event("warning", f"run stopped: {e}")
+        return "budget_exhausted", str(e)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        store.set_meta("status", "interrupted")
+        raise
+    except BackendError as e:
+        if e.fatal:  # every item would fail alike: the run stops, saying why
+            store.set_meta("status", "failed")
+            store.log_event("error", f"run stopped: {e}")
+        raise
+    return "completed", ""
 
 
 async def _run_all(chunks: list[Coroutine[Any, Any, list[str]]]) -> list[str]:
@@ -335,6 +350,8 @@ async def _run_chunk(store: RunStore, job: Job, model: ManagedModel,
     try:
         records = await job.run_items(chunk, model)
     except BackendError as e:
+        if e.fatal:  # every item would fail alike (a wrong endpoint): the run stops
+            raise
         if len(chunk) == 1:
             store.log_event("error", f"item failed: {e}", item_id=chunk[0].id)
             log.warning("item %s failed: %s", chunk[0].id, e)
