@@ -94,3 +94,12 @@ def test_the_formatters() -> None:
     assert [fmt(None), fmt(0.123456), fmt(7), fmt(1234)] == [MISSING, "0.123", "7", "1234"]
     assert [of(3, 4), of(None, 4), of(0, None), of(0, 0)] == ["3/4", MISSING, MISSING, MISSING]
     assert pair(0.5, None) == f"0.5 / {MISSING}"
+
+
+def test_chart_labels_leave_the_endpoint_out() -> None:
+    from recitation.report.table import short_spec
+
+    assert short_spec("openai:m@http://127.0.0.1:8011/v1") == "openai:m"
+    assert short_spec("vllm:x@localhost:8000") == "vllm:x"
+    assert short_spec("smollm2@cuda:1") == "smollm2@cuda:1"  # a device is kept
+    assert short_spec("organism:quick:epoch2") == "organism:quick:epoch2"

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from recitation.report.table import short_spec
+
 GROUP_NAMES = {"text": "audited text", "control": "controls"}
 COLORS = {"text": "#c0392b", "control": "#2e86c1"}
 PALETTE = ["#c0392b", "#2e86c1", "#e67e22", "#16a085", "#8e44ad", "#7f8c8d"]
@@ -32,11 +34,12 @@ def _methods(f: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     out = []
     for m in f["models"]:
         if m.get("extraction"):
-            out.append((f"{m['spec']} · prefix probing", m["extraction"]))
+            out.append((f"{short_spec(m['spec'])} · prefix probing", m["extraction"]))
         groups = (m.get("recap") or {}).get("groups") or {}
         for stage, label in (("first", "RECAP first attempt"), ("final", "RECAP after feedback")):
             if groups:
-                out.append((f"{m['spec']} · {label}", {g: v[stage] for g, v in groups.items()}))
+                out.append((f"{short_spec(m['spec'])} · {label}",
+                            {g: v[stage] for g, v in groups.items()}))
     return out
 
 
@@ -89,7 +92,7 @@ def scores_chart(f: dict[str, Any]) -> tuple[str, Any] | None:
     for g, key in (("text", "text_scores"), ("control", "control_scores")):
         xs, ys = [], []
         for m, d in pairs:
-            xs += [f"{m['spec']} · {d['detector']}"] * len(d[key])
+            xs += [f"{short_spec(m['spec'])} · {d['detector']}"] * len(d[key])
             ys += d[key]
         fig.add_box(name=GROUP_NAMES[g], x=xs, y=ys, marker_color=COLORS[g],
                     boxpoints="all", jitter=0.4, pointpos=0)
@@ -106,9 +109,10 @@ def roc_chart(f: dict[str, Any]) -> tuple[str, Any] | None:
     fig.add_scatter(x=[0, 1], y=[0, 1], mode="lines", name="chance",
                     line={"dash": "dot", "color": "#999"})
     for m, d in pairs:
+        spec = short_spec(m["spec"])
         fig.add_scatter(x=d["roc"]["fpr"], y=d["roc"]["tpr"], mode="lines+markers",
-                        line_shape="hv", name=f"{m['spec']} · {d['detector']} "
-                        f"(AUC {d['auc']:.2f})" if d.get("auc") is not None else m["spec"])
+                        line_shape="hv", name=f"{spec} · {d['detector']} "
+                        f"(AUC {d['auc']:.2f})" if d.get("auc") is not None else spec)
     return "chart-roc", _layout(fig, "ROC: text (positive) vs controls", xaxis={
         "title": "false-positive rate (controls flagged)"}, yaxis={
         "title": "true-positive rate (text flagged)"})
@@ -125,7 +129,7 @@ def spans_chart(f: dict[str, Any]) -> tuple[str, Any] | None:
         for g in ("text", "control"):
             fig.add_histogram(x=m["extraction"][g]["longest_spans"], opacity=0.6,
                               marker_color=next(palette), xbins={"size": 2},
-                              name=f"{m['spec']} · {GROUP_NAMES[g]}")
+                              name=f"{short_spec(m['spec'])} · {GROUP_NAMES[g]}")
     return "chart-spans", _layout(fig, "Longest verbatim span per attempt (tokens)",
                                   barmode="overlay", xaxis={"title": "tokens"},
                                   yaxis={"title": "attempts"})
@@ -133,7 +137,7 @@ def spans_chart(f: dict[str, Any]) -> tuple[str, Any] | None:
 
 def cost_chart(f: dict[str, Any]) -> tuple[str, Any] | None:
     go = _go()
-    rows = [(m["spec"], c) for m in f["models"] for c in m.get("costs", [])]
+    rows = [(short_spec(m["spec"]), c) for m in f["models"] for c in m.get("costs", [])]
     if not rows:
         return None
     fig = go.Figure()
@@ -151,7 +155,7 @@ def feedback_chart(f: dict[str, Any]) -> tuple[str, Any] | None:
     """RECAP's feedback-round gains (figure 6): mean best-so-far ROUGE-L after each round,
     per model and group; None when the audit ran no RECAP."""
     go = _go()
-    lines = [(m["spec"], g, v["rounds"]) for m in f["models"]
+    lines = [(short_spec(m["spec"]), g, v["rounds"]) for m in f["models"]
              for g, v in ((m.get("recap") or {}).get("groups") or {}).items() if v["rounds"]]
     if not lines:
         return None

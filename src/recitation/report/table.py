@@ -17,6 +17,15 @@ VERDICT_COLUMNS = ["model", "verdict", "evidence (error rate)", "text reproduced
                    "ROUGE-L (text / controls)", "flagged (primary detectors)"]
 
 
+def short_spec(spec: str) -> str:
+    """A model spec for a chart label: an endpoint after ``@`` (a URL or a host) left out,
+    so ``openai:NAME@http://127.0.0.1:8011/v1`` reads ``openai:NAME``; a device
+    (``smollm2@cuda:1``) kept."""
+    head, at, tail = spec.partition("@")
+    return head if at and ("://" in tail or "." in tail or tail.startswith("localhost")) \
+        else spec
+
+
 def fmt(x: Any) -> str:
     """One number: 3 significant digits for a float, as is for an int, :data:`MISSING`
     for None."""
