@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from recitation.corpus.jsonl import iter_records
-from recitation.digest import file_sha256
+from recitation.digest import feed_file, file_sha256
 from recitation.errors import ConfigError, CorpusError
 
 
@@ -209,7 +209,8 @@ def spec_hashes(specs: list[str]) -> dict[str, str | None]:
         elif p.is_dir():
             h = hashlib.sha256()
             for f in sorted(p.glob("*.txt")):
-                h.update(f.name.encode() + b"\0" + f.read_bytes())
+                h.update(f.name.encode() + b"\0")
+                feed_file(f, h)
             out[s] = h.hexdigest()
         else:
             out[s] = None  # a built-in set, installed with the toolkit

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from recitation.digest import feed_file
+
 
 class Tokenizer(Protocol):
     """Token ids and token strings of a model's vocabulary (no special tokens added)."""
@@ -79,7 +81,7 @@ def folder_fingerprint(folder: Path) -> str | None:
     if not (folder / "tokenizer.json").is_file():
         return None
     h = hashlib.sha256(b"folder-v1\0")
-    h.update((folder / "tokenizer.json").read_bytes())
+    feed_file(folder / "tokenizer.json", h)
     for name in ("tokenizer_config.json", "special_tokens_map.json", "added_tokens.json"):
         path = folder / name
         if path.is_file():
