@@ -15,6 +15,8 @@ an entry that no longer matches a survivor is reported as stale).
 
 from __future__ import annotations
 
+import ast
+import difflib
 import json
 import platform
 import subprocess
@@ -77,10 +79,21 @@ class Target:
         ]) + "\n"
 
 
-def _show(workdir: Path, name: str) -> str:
-    out = subprocess.run([str(Path(sys.executable).parent / "mutmut"), "show", name],
-                         cwd=workdir, capture_output=True, text=True, check=True).stdout
-    return "\n".join(line for line in out.splitlines()
+def _functions(mutated: Path) -> dict[str, list[str]]:
+    """Every function of mutmut's mutated copy of a module, by name, as its lines without the
+    ``def`` line (the original is ``NAME__mutmut_orig``, mutant N ``NAME__mutmut_N``)."""
+    source = mutated.read_text()
+    lines = source.splitlines()
+    return {node.name: lines[node.lineno:node.end_lineno]
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno}
+
+
+def _diff(functions: dict[str, list[str]], name: str) -> str:
+    """A mutant's changed lines, as ``mutmut show`` prints them ("-" the original's)."""
+    func = name.rsplit(".", 1)[1]
+    orig = functions[func.rsplit("__mutmut_", 1)[0] + "__mutmut_orig"]
+    return "\n".join(line for line in difflib.unified_diff(orig, functions[func], lineterm="")
                      if line[:1] in "+-" and not line.startswith(("+++", "---")))
 
 
@@ -93,7 +106,8 @@ def collect(workdir: Path, target: Target, seconds: float) -> dict[str, object]:
     not_run = sorted(k for k, v in kept.items() if v in NOT_RUN)
     if not_run:
         raise SystemExit(f"{len(not_run)} mutants were not run (e.g. {not_run[0]}): rerun")
-    survivors = {k: _show(workdir, k) for k, v in sorted(kept.items()) if v not in KILLED}
+    functions = _functions(workdir / "mutants" / target.path)
+    survivors = {k: _diff(functions, k) for k, v in sorted(kept.items()) if v not in KILLED}
     sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
                          capture_output=True, text=True).stdout.strip()
     return {"target": target.key, "path": target.path, "functions": list(target.functions),
