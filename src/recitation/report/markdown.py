@@ -33,8 +33,9 @@ def _model(m: dict[str, Any]) -> list[str]:
     out = [f"### {_esc(m['spec'])}", ""] + [f"- {_esc(r)}" for r in v["reasons"]]
     out.append(f"- rule: {_esc(v['rule_text'])} (verdict rules v{v['rules_version']}"
                + (f"; {_esc(v['error_rate'])}" if v.get("error_rate") else "") + ")")
-    out.append(f"- methods run: {', '.join(m['methods'])}" + "".join(
-        f"; not run: {k} ({v})" for k, v in m["skipped"].items()))
+    out.append(f"- methods chosen (by the model's access and the settings): "
+               f"{', '.join(m['methods'])}" + ("; left out: " + "; ".join(
+                   f"{k} ({v})" for k, v in m["skipped"].items()) if m["skipped"] else ""))
     out += [f"- {_esc(r)}" for r in (m.get("recap") or {}).get("summary", [])]
     det = m.get("detection")
     if det:
