@@ -11,7 +11,7 @@ each method's calls, tokens and CPU seconds are its own):
 * ``recall``, ``dcpdd`` — ReCaLL and DC-PDD;
 * ``pearl`` — PEARL's perturbation sensitivity (bit flip and synonym by default);
 * every other detector family of the method registry (``samia``, ``neighbourhood``,
-  ``ezmia``, ``camia``, and a plug-in's: :data:`UNITS` is read from the registry), run alone
+  ``ezmia``, ``camia``, and a plug-in's: :func:`units` reads the registry), run alone
   in a detect run;
 * ``prefix`` — prefix probing: the first half of each passage (its own spacing), greedy
   continuation, scored against the true second half (exact match, 40-token verbatim
@@ -70,15 +70,22 @@ def _detector_units() -> tuple[tuple[str, ...], frozenset[str], frozenset[str]]:
 
 
 def units() -> tuple[str, ...]:
-    """A unit per detector family of the method registry (read now), then prefix probing and
-    extraction."""
-    return (*_detector_units()[0], "prefix", "extract")
+    """A unit per detector family of the method registry (read now, importing no detector),
+    then prefix probing and extraction."""
+    return (*methods.families("detector"), "prefix", "extract")
 
 
-_FAMILIES, _GENERATING, REFERENCED = _detector_units()
-UNITS: tuple[str, ...] = units()  # as the registry was when this module was imported
+def generating(unit: str) -> bool:
+    """Whether ``unit`` generates (prefix probing, extraction, a family that needs it)."""
+    return unit in ("prefix", "extract") or unit in _detector_units()[1]
+
+
+def referenced(unit: str) -> bool:
+    """Whether ``unit`` needs a reference model (the base model, epoch 0)."""
+    return unit in _detector_units()[2]
+
+
 DEFAULT_UNITS: tuple[str, ...] = ("whitebox", "recall", "dcpdd", "pearl", "prefix", "extract")
-GENERATING = _GENERATING | {"prefix", "extract"}
 FORMAT = 1
 """Bumped whenever a unit's runs change for the same settings (invalidates saved units)."""
 
@@ -254,7 +261,7 @@ def unit_params(unit: str, cfg: GroundTruthConfig, files: dict[str, Path], epoch
         params |= {"perturbations": list(cfg.perturbations), "outputs": cfg.pearl_outputs,
                    "max_intensity": cfg.pearl_max_intensity,
                    "temperature": cfg.pearl_temperature}
-    if (unit in REFERENCED or unit == "whitebox" and cfg.reference) and epoch != 0 \
+    if (referenced(unit) or unit == "whitebox" and cfg.reference) and epoch != 0 \
             and 0 in checkpoints:
         params["reference_model"] = {"backend": "local", "concurrency": 1,
                                      "model": f"organism:{cfg.organism}:epoch0",
@@ -265,7 +272,7 @@ def unit_params(unit: str, cfg: GroundTruthConfig, files: dict[str, Path], epoch
 def unit_batch_size(unit: str, cfg: GroundTruthConfig) -> int:
     """Requests per batched model call for ``unit``: ``generation_batch_size`` (when set)
     for the generating units, else ``batch_size``."""
-    if unit in GENERATING and cfg.generation_batch_size is not None:
+    if generating(unit) and cfg.generation_batch_size is not None:
         return cfg.generation_batch_size
     return cfg.batch_size
 
@@ -348,7 +355,7 @@ def unit_epochs(unit: str, cfg: GroundTruthConfig, epochs: list[int]) -> list[in
     ``extract_epochs``, by default the first and the last of ``epochs``)."""
     if unit == "pearl" and cfg.pearl_epochs is not None:
         return [e for e in epochs if e in cfg.pearl_epochs]
-    if unit in REFERENCED:  # the base model is their reference: nothing to compare at 0
+    if referenced(unit):  # the base model is their reference: nothing to compare at 0
         return [e for e in epochs if e != 0]
     if unit != "extract":
         return epochs
@@ -397,7 +404,7 @@ def run_units(cfg: GroundTruthConfig, out: Path, *, progress: Progress | None = 
     # the cheap scoring units on every checkpoint first, generation (prefix, PEARL) last:
     # a benchmark stopped early has every score of every checkpoint
     known = units()
-    order = sorted(cfg.units, key=lambda u: (u in GENERATING, known.index(u)))
+    order = sorted(cfg.units, key=lambda u: (generating(u), known.index(u)))
     for unit in order:
         if unit == "extract" and cfg.helper is None:
             if progress and run:
