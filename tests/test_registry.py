@@ -74,3 +74,19 @@ def test_plug_ins_come_after_the_table_and_may_not_clash(on_path: Path) -> None:
     with pytest.raises(ConfigError, match="plug-in 'bplug'.*and plug-in 'aplug'.*both "
                        "register 'zeta'"):
         reg.names()
+
+
+def test_listing_the_plug_in_points_imports_no_plug_in_code() -> None:
+    """Command-line choices read the registries: naming what is registered imports none of
+    it (bench groundtruth's units included)."""
+    import subprocess
+
+    code = ("import sys; from recitation import methods; from recitation.models.config import "
+            "backend_names; from recitation.bench.groundtruth import units; "
+            "from recitation.runs.jobs import REGISTRY; methods.families('detector'); "
+            "backend_names(); units(); REGISTRY.names(); print(sorted(m for m in sys.modules "
+            "if m.startswith(('recitation.detect.', 'recitation.models.local', "
+            "'recitation.extract.', 'recitation.probes.'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
