@@ -227,28 +227,49 @@ def test_an_audit_sends_a_timed_out_request_once_and_goes_on(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``--timeout``: the held passage fails once, named in the run's events with the
     option; the others are answered (each within 6 s, or failed alike: what is asserted
-    holds on a busy machine too); no request reaches the server twice."""
+    holds on a busy machine too); no request reaches the server twice. Resumed with a
+    longer ``--timeout`` once the server is free, the audit finishes."""
     held = Held("t1w0")
+    runs = tmp_path / "runs"
     with start_server(ScriptedModel(name="quick"), fault_hook=held) as h:
         try:
             code = main(["audit", "--text", str(_text(tmp_path / "t.jsonl", 3)), "--model",
                          f"openai:quick@{h.url}", "--passage-words", "30", "--no-pearl",
                          "--null-model", "none", "--recap-passages", "0", "--no-cache",
-                         "--timeout", "6", "--concurrency", "2",
-                         "--runs-dir", str(tmp_path / "runs")])
+                         "--timeout", "6", "--concurrency", "2", "--runs-dir", str(runs)])
             bodies = [json.dumps(i.body, sort_keys=True) for i in h.received
                       if i.method == "POST"]
         finally:
             held.release()
+        (folder,) = runs.glob("audit-*")
+        said = " ".join(capsys.readouterr().out.split())  # the console wraps long lines
+        assert f"--resume {folder} --timeout SECONDS' finishes them" in said
+        resumed = main(["audit", "--resume", str(folder), "--timeout", "120",
+                        "--runs-dir", str(runs)])
     assert code == 4  # incomplete: the held passage failed
     assert len(bodies) == len(set(bodies)) == 3  # each passage sent once
-    (run,) = (tmp_path / "runs").glob("audit-*/runs/*")
+    (run,) = (folder / "runs").glob("*")
     with RunStore(run) as store:
         cfg = store.get_meta("config")["model"]
         failed = {e["item_id"]: e["message"] for e in store.events() if e["level"] == "error"}
         done, items = store.done_items(), {i for i, _ in store.items()}
-    assert (cfg["timeout"], cfg["concurrency"]) == (6.0, 2)
+    assert (cfg["timeout"], cfg["concurrency"]) == (6.0, 2)  # as created; resumed with 120
     held_item = next(i for i in items if i.endswith("t1"))
-    assert held_item in failed and done == items - set(failed)
-    assert "no answer within 6 s" in failed[held_item]
+    assert held_item in failed and "no answer within 6 s" in failed[held_item]
     assert "--timeout SECONDS" in failed[held_item]
+    assert resumed == 0 and done == items
+
+
+def test_a_resumed_run_may_change_only_how_calls_are_sent(tmp_path: Path) -> None:
+    from recitation.runs.config import parse_config
+    from recitation.runs.runner import with_call_settings
+    from recitation.serve.chaos import load_config
+
+    data = load_config("http://127.0.0.1:9/v1", _text(tmp_path / "t.jsonl", 2), concurrency=4,
+                       timeout=5, max_attempts=2, key_env="K")
+    cfg = parse_config(data, source="test")
+    changed = with_call_settings(cfg, {"timeout": 300.0, "concurrency": 1})
+    assert (changed.model.timeout, changed.model.concurrency) == (300.0, 1)
+    assert changed.model.model == cfg.model.model and changed.params == cfg.params
+    with pytest.raises(ConfigError, match="not base_url, model"):
+        with_call_settings(cfg, {"model": "other", "base_url": "http://x/v1"})

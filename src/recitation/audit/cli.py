@@ -87,7 +87,8 @@ def add_audit_parser(sub: Any) -> None:
     p.add_argument("--yes", action="store_true", help="make paid calls without asking (the "
                    "cost estimate is printed first either way)")
     p.add_argument("--resume", metavar="AUDIT", default=None,
-                   help="finish a killed audit (its folder or id); other options ignored")
+                   help="finish a killed audit (its folder or id); other options ignored "
+                   "but --timeout and --concurrency (its API models' requests) and --yes")
     p.add_argument("--runs-dir", type=Path, default=None)
     p.set_defaults(func=cmd_audit)
 
@@ -117,8 +118,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from recitation.runs.console import console
     from recitation.runs.runner import default_runs_dir
 
+    calls: dict[str, Any] = {}
     if args.resume:
         folder = find_audit(args.resume, args.runs_dir or default_runs_dir())
+        calls = {k: v for k in ("timeout", "concurrency")
+                 if (v := getattr(args, f"setting_{k}")) is not None}
     else:
         try:
             settings = settings_from(args)
@@ -128,11 +132,13 @@ def cmd_audit(args: argparse.Namespace) -> int:
         folder = create_audit(args.text, args.model or ["smollm2"], args.controls, settings,
                               runs_dir=args.runs_dir, redact=args.redact)
     console.print(f"audit folder: {folder}")
-    return finish_audit(folder, yes=args.yes)
+    return finish_audit(folder, yes=args.yes, call_settings=calls)
 
 
-def finish_audit(folder: Path, *, yes: bool = False) -> int:
-    """Print the cost estimate (and ask before paid calls), execute the audit's runs, write
+def finish_audit(folder: Path, *, yes: bool = False,
+                 call_settings: dict[str, Any] | None = None) -> int:
+    """Print the cost estimate (and ask before paid calls), execute the audit's runs (its
+    API models' with ``call_settings``: a resumed audit's --timeout, --concurrency), write
     the reports, print the verdict table."""
     from rich.markup import escape
 
@@ -151,7 +157,7 @@ def finish_audit(folder: Path, *, yes: bool = False) -> int:
     if not _go_ahead(folder, yes):
         console.print(f"not started; 'recitation audit --resume {folder}' starts it")
         return 1
-    outcomes = execute_audit(folder, say=console.print)
+    outcomes = execute_audit(folder, say=console.print, call_settings=call_settings)
     findings = collect(folder)  # once: the three reports and the table below
     paths = write_findings(findings, folder)
     console.print("Audit verdict", style="bold")
@@ -161,10 +167,25 @@ def finish_audit(folder: Path, *, yes: bool = False) -> int:
     console.print(f"report: {paths['html']}\n        {paths['md']}\n        {paths['json']}")
     bad = [o for o in outcomes if o.status != "completed"]
     if bad:
+        more = " --timeout SECONDS" if _timed_out(bad) else ""
         console.print(f"{len(bad)} run(s) did not complete: 'recitation audit --resume "
-                      f"{folder}' finishes them")
+                      f"{folder}{more}' finishes them")
         return 4
     return 0
+
+
+def _timed_out(outcomes: list[Any]) -> bool:
+    """True when an item of these runs failed for want of time on a server on this machine
+    (models/endpoint.py: resumed, it needs a longer --timeout)."""
+    from recitation.errors import LocalServerTimeout
+    from recitation.runs.store import RunStore
+
+    for o in outcomes:
+        with RunStore(o.run_dir) as store:
+            if any(str(c.get("error") or "").startswith(LocalServerTimeout.__name__)
+                   for c in store.calls()):
+                return True
+    return False
 
 
 def _go_ahead(folder: Path, yes: bool) -> bool:

@@ -375,22 +375,26 @@ def _create_runs(folder: Path, manifest: dict[str, Any], s: AuditSettings) -> No
         save_manifest(folder, manifest)
 
 
-def execute_audit(folder: Path, say: Say = print) -> list[RunOutcome]:
+def execute_audit(folder: Path, say: Say = print, *,
+                  call_settings: dict[str, Any] | None = None) -> list[RunOutcome]:
     """Run (or resume) every run of the audit; trace runs are added once the prefix-probing
-    continuations they trace exist."""
+    continuations they trace exist. ``call_settings`` (``timeout``, ``concurrency``: a
+    resumed audit's ``--timeout``, ``--concurrency``) apply to its API models' runs."""
     with registry.shared_backends():  # one backend per model for all its runs
-        return _execute_audit(folder, say)
+        return _execute_audit(folder, say, call_settings or {})
 
 
-def _execute_audit(folder: Path, say: Say) -> list[RunOutcome]:
+def _execute_audit(folder: Path, say: Say, calls: dict[str, Any]) -> list[RunOutcome]:
     manifest = load_manifest(folder)
     outcomes = []
     for entry in manifest["models"]:
+        local = capabilities_of(parse_model_spec(entry["spec"])["backend"]).local
         for methods_ in run_stages(entry):
             names = [entry["runs"][m] for m in methods_]
             say(f"{entry['spec']}: {', '.join(methods_)} ...")
             t0 = time.perf_counter()
-            outs = asyncio.run(_execute_together([folder / "runs" / n for n in names]))
+            outs = asyncio.run(_execute_together([folder / "runs" / n for n in names],
+                                                 None if local else calls))
             for method, out in zip(methods_, outs, strict=True):
                 st = out.stats
                 say(f"{entry['spec']}: {method} {out.status} ({out.done_items}/"
@@ -423,10 +427,11 @@ def run_stages(entry: dict[str, Any]) -> list[list[str]]:
     return stages
 
 
-async def _execute_together(run_dirs: list[Path]) -> list[RunOutcome]:
+async def _execute_together(run_dirs: list[Path], calls: dict[str, Any] | None = None
+                            ) -> list[RunOutcome]:
     if len(run_dirs) == 1:
-        return [await execute(run_dirs[0])]
-    outs, _ = await run_together([execute(d) for d in run_dirs])
+        return [await execute(run_dirs[0], call_settings=calls)]
+    outs, _ = await run_together([execute(d, call_settings=calls) for d in run_dirs])
     return outs
 
 

@@ -222,11 +222,23 @@ class RunOutcome:
     message: str = ""
 
 
+CALL_SETTINGS = frozenset({"timeout", "concurrency", "requests_per_minute",
+                           "tokens_per_minute", "max_attempts", "retry_base_delay",
+                           "resend_timeouts"})
+"""The model settings a resumed run may change: how calls are sent, never what answers
+them (``recitation audit --resume AUDIT --timeout 300``)."""
+
+
 async def execute(run_dir: Path, *, progress: Progress | None = None,
-                  use_cache: bool | None = None) -> RunOutcome:
-    """Run (or resume) every unfinished item of the run in ``run_dir``, then finalize it."""
+                  use_cache: bool | None = None,
+                  call_settings: dict[str, Any] | None = None) -> RunOutcome:
+    """Run (or resume) every unfinished item of the run in ``run_dir``, then finalize it;
+    ``call_settings`` (of :data:`CALL_SETTINGS`) replace the stored model's for this
+    execution."""
     with RunStore(run_dir) as store:
         cfg, job = load_job(store, check=True)  # a changed input: refused, nothing written
+        if call_settings:
+            cfg = with_call_settings(cfg, call_settings)
         want_cache = cfg.cache if use_cache is None else use_cache
         cache = ResponseCache(default_cache_path()) if want_cache else None
         model = build_managed(cfg, store=store, cache=cache)
@@ -238,6 +250,15 @@ async def execute(run_dir: Path, *, progress: Progress | None = None,
             await context.aclose()
             if cache is not None:
                 cache.close()
+
+
+def with_call_settings(cfg: RunConfig, update: dict[str, Any]) -> RunConfig:
+    """``cfg`` with its model's call settings replaced (checked; others refused by name)."""
+    if bad := sorted(set(update) - CALL_SETTINGS):
+        raise ConfigError(f"a run's model may change only how calls are sent "
+                          f"({', '.join(sorted(CALL_SETTINGS))}), not {', '.join(bad)}")
+    model = ModelConfig.model_validate(cfg.model.model_dump() | update)
+    return cfg.model_copy(update={"model": model})
 
 
 class _Context(ModelSet):
