@@ -90,3 +90,14 @@ def test_the_command_prints_the_notices_on_stderr(tmp_path: Path,
     assert len(notices) == 2, err  # the book re-cut; 12 of 20 controls kept
     assert "re-cut into 6 passages of 100 words" in notices[0]
     assert "kept 12 of 20 control passages" in notices[1]
+
+
+def test_recap_on_a_few_passages_is_noticed(tmp_path: Path) -> None:
+    text = _paragraphs(tmp_path / "book.txt", 15, 40)  # 6 passages
+    ctl = _controls(tmp_path / "ctl.jsonl", 12, 100)
+    settings = AuditSettings(pearl=False, cache=False, recap_passages=4)
+    folder = create_audit([str(text)], ["scripted:echo"], [str(ctl)], settings,
+                          runs_dir=tmp_path / "runs")
+    assert load_manifest(folder)["notices"][-1] == (
+        "RECAP: run on the first 4 of 6 text passages and the first 4 of 12 controls "
+        "(--recap-passages N to change, 0: no RECAP)")

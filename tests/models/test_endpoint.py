@@ -273,3 +273,40 @@ def test_a_resumed_run_may_change_only_how_calls_are_sent(tmp_path: Path) -> Non
     assert changed.model.model == cfg.model.model and changed.params == cfg.params
     with pytest.raises(ConfigError, match="not base_url, model"):
         with_call_settings(cfg, {"model": "other", "base_url": "http://x/v1"})
+
+
+class Garbled:
+    """A fault hook: malformed JSON for every request about passage t1, and for the first
+    about passage t2."""
+
+    def __init__(self) -> None:
+        self.lock, self.t2 = threading.Lock(), 0
+
+    def __call__(self, info: RequestInfo) -> FaultAction | None:
+        body = json.dumps(info.body or {})
+        if "t1w0" in body:
+            return FaultAction.malformed_json()
+        if "t2w0" in body:
+            with self.lock:
+                self.t2 += 1
+                if self.t2 == 1:
+                    return FaultAction.malformed_json()
+        return None
+
+
+def test_malformed_replies_never_kill_an_audit(tmp_path: Path) -> None:
+    """A malformed reply is retried; a passage whose replies stay malformed fails alone and
+    the run goes on: every other passage's answer is kept."""
+    with start_server(ScriptedModel(name="quick"), fault_hook=Garbled()) as h:
+        code = main(["audit", "--text", str(_text(tmp_path / "t.jsonl", 4)), "--model",
+                     f"openai:quick@{h.url}", "--passage-words", "30", "--no-pearl",
+                     "--null-model", "none", "--recap-passages", "0", "--no-cache",
+                     "--runs-dir", str(tmp_path / "runs")])
+    assert code == 4
+    (run,) = (tmp_path / "runs").glob("audit-*/runs/*")
+    with RunStore(run) as store:
+        done, items = store.done_items(), {i for i, _ in store.items()}
+        attempts = {json.dumps(c["request"]): c["attempts"] for c in store.calls()
+                    if c["response"] is not None}
+    assert done == {i for i in items if not i.endswith("t1")}
+    assert sorted(attempts.values()) == [1, 1, 2]  # t2 answered on its second attempt

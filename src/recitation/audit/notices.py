@@ -124,3 +124,12 @@ def controls_notice(found: int, kept: int) -> str | None:
         return None
     return (f"controls: kept {kept} of {found} control passages, evenly spaced "
             f"(--n-controls N to change, 0: all)")
+
+
+def recap_notice(recap: int, n_text: int, n_controls: int) -> list[str]:
+    """The line for RECAP run on only the first ``recap`` passages (``--recap-passages``)."""
+    if recap >= n_text:
+        return []
+    ctl = f" and the first {min(recap, n_controls)} of {n_controls} controls" if n_controls else ""
+    return [f"RECAP: run on the first {recap} of {n_text} text passages{ctl} (--recap-passages "
+            f"N to change, 0: no RECAP)"]

@@ -42,7 +42,13 @@ from recitation.audit.inputs import (
     spec_hashes,
     write_jsonl,
 )
-from recitation.audit.notices import controls_notice, cut_notice, jsonl_lengths, kept_notices
+from recitation.audit.notices import (
+    controls_notice,
+    cut_notice,
+    jsonl_lengths,
+    kept_notices,
+    recap_notice,
+)
 from recitation.audit.recap import create_recap_runs
 from recitation.audit.sampling import select_passages
 from recitation.errors import ConfigError
@@ -324,6 +330,8 @@ def _create_audit(text: list[str], models: list[str], controls: list[str],
     for m in models:  # a bad spec or an unbuilt organism: refused before anything is written
         registry.backend_for(m)
     plans = {m: plan_methods(m, settings, len(ctl.passages)) for m in models}
+    if any("recap" in chosen for chosen, _ in plans.values()):
+        notes += recap_notice(settings.recap_passages, len(passages), len(ctl.passages))
     stamp = time.strftime("%Y%m%d-%H%M%S")
     folder = (runs_dir or default_runs_dir()) / f"{name}-{stamp}-{secrets.token_hex(3)}"
     inputs = folder / "inputs"
