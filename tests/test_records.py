@@ -112,7 +112,7 @@ def test_detect_records_by_hand_one_orientation_for_calibration_and_report() -> 
     from recitation.detect.job import DetectParams
 
     report = build_report(raw, DetectParams(labelled=True, n_bootstrap=0))
-    det = detection(report, raw, pins_now())["detectors"]
+    det = detection(report, recs, pins_now())["detectors"]
     # both members score above both controls on loss (oriented): AUC 1 in both readings
     assert report["detectors"]["loss"]["labelled"]["auc"] == 1.0
     assert det["loss"]["text_scores"] == [-2.0, -1.0] and det["loss"]["n"] == 2

@@ -109,3 +109,15 @@ def test_a_newer_manifest_is_refused_by_name(audit: Path, tmp_path: Path) -> Non
     (new / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
     with pytest.raises(StoreError, match="verdict pins do not read"):
         pins_of(load_manifest(new))
+
+
+def test_a_report_parses_each_detect_run_once(audit: Path) -> None:
+    """The verdict's numbers and the catalogue read the same typed records (report/stores.py):
+    one parse of the detect run per report, none for a second report of the same run."""
+    from recitation.report import stores
+
+    stores._detect.cache_clear()
+    collect(audit)
+    assert stores.parses() == 1
+    collect(audit)
+    assert stores.parses() == 1

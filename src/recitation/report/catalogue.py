@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from recitation.metrics.fdr import DEFAULT_Q, catalogue_tests
-from recitation.records import DetectRecord, oriented_scores
+from recitation.records import oriented_scores
 from recitation.report.sections import Section
+from recitation.report.stores import detect_records
 from recitation.report.table import fmt
-from recitation.runs.store import RunStore
 from recitation.verdict.pins import Pins, catalogue_score, pins_of
 
 RULE = ("Each work's statistic is the mean of the score below over m of its passages; the "
@@ -52,8 +52,7 @@ def evidence_id(model_index: int, sample_id: str) -> str:
 
 def _one(run: Path, works: dict[str, str], q: float, seed: int,
          model_index: int, pins: Pins) -> dict[str, Any]:
-    with RunStore(run) as store:
-        records = [DetectRecord.model_validate(r) for _, r in store.results("detect")]
+    records = list(detect_records(run))
     scores = oriented_scores(records)
     name = catalogue_score(pins, scores)
     if name is None:

@@ -20,6 +20,7 @@ from recitation.report.evidence import evidence_item
 from recitation.report.numbers import detection, extraction_stats, null_summary
 from recitation.report.recap import recap_group, recap_summary
 from recitation.report.sections import collect_sections
+from recitation.report.stores import detect_records
 from recitation.report.table import verdict_table
 from recitation.report.verdict_inputs import verdict_inputs
 from recitation.runs.audits import RECAP_RUNS, load_manifest
@@ -118,9 +119,8 @@ def _prefix(run: Path, settings: dict[str, Any], redact: bool, pins: Pins
 def _detect(run: Path, pins: Pins) -> dict[str, Any]:
     with RunStore(run) as store:
         report = store.get_meta("detect_report") or {}
-        records = [r for _, r in store.results("detect")]
         cost, prov = _costs(store, "detect"), _provenance(store)
-    return detection(report, records, pins) | {"cost": cost, "provenance": prov}
+    return detection(report, detect_records(run), pins) | {"cost": cost, "provenance": prov}
 
 
 def _model(folder: Path, entry: dict[str, Any], manifest: dict[str, Any]) -> dict[str, Any]:

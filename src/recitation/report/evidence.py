@@ -23,8 +23,8 @@ from typing import Any
 from recitation.metrics.spans import (
     find_spans,
     longest_common_span,
+    span_stats,
     span_tokens,
-    verbatim_passages,
 )
 from recitation.metrics.verbatim import VERBATIM_WORDS, verbatim
 
@@ -61,8 +61,9 @@ def span_summary(gold: str, attempt: str, min_tokens: int = 40,
                  verbatim_words: int = VERBATIM_WORDS) -> dict[str, Any]:
     """Counted spans of one attempt (module docstring); ``reproduced`` by the toolkit's one
     rule (:func:`recitation.metrics.verbatim.verbatim`)."""
-    gt, ct = span_tokens(gold), span_tokens(attempt)
-    stats = verbatim_passages(gold, attempt, min_tokens=min_tokens)
+    gt, ct = span_tokens(gold), span_tokens(attempt)  # once: the 40-token passages too
+    stats = span_stats(find_spans(gt, ct, min_tokens=min_tokens, max_mismatches=5,
+                                  mode="dedup"), min_tokens=min_tokens)
     run = verbatim(gold, attempt, verbatim_words)
     return {"gold_tokens": len(gt), "attempt_tokens": len(ct),
             "longest_span": longest_common_span(gt, ct),

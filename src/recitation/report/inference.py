@@ -15,6 +15,7 @@ import numpy as np
 from recitation.metrics.dataset_inference import dataset_inference
 from recitation.records import DetectRecord, oriented_scores
 from recitation.report.sections import Section
+from recitation.report.stores import detect_records
 from recitation.report.table import fmt
 from recitation.runs.store import RunStore
 
@@ -38,8 +39,8 @@ def _features(records: list[DetectRecord]) -> tuple[np.ndarray, np.ndarray, list
 
 
 def _one(run: Path, seed: int) -> dict[str, Any]:
+    records = list(detect_records(run))
     with RunStore(run) as store:
-        records = [DetectRecord.model_validate(r) for _, r in store.results("detect")]
         report = store.get_meta("detect_report") or {}
     text, controls, names = _features(records)
     warnings = list((report.get("shift") or {}).get("warnings") or [])

@@ -13,6 +13,7 @@ the flagged share.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -53,12 +54,11 @@ def null_summary(evidence: list[dict[str, Any]], alpha: float) -> dict[str, Any]
             "beyond_chance": sum(s["beyond_chance"] for s in spans)}
 
 
-def _scores(records: list[dict[str, Any]]) -> dict[str, dict[str, list[float]]]:
+def _scores(records: Sequence[DetectRecord]) -> dict[str, dict[str, list[float]]]:
     """Oriented scores (higher = more member-like) per detector and label, as the detect
     job calibrated them (:func:`recitation.records.oriented_scores`)."""
-    typed = [DetectRecord.model_validate(r) for r in records]
     return {name: {label: list(d[label].values()) for label in ("member", "control")}
-            for name, d in oriented_scores(typed).items()}
+            for name, d in oriented_scores(records).items()}
 
 
 def _detector(name: str, d: dict[str, Any], sc: dict[str, list[float]]) -> dict[str, Any]:
@@ -83,7 +83,7 @@ def _detector(name: str, d: dict[str, Any], sc: dict[str, list[float]]) -> dict[
     return out
 
 
-def detection(report: dict[str, Any], records: list[dict[str, Any]],
+def detection(report: dict[str, Any], records: Sequence[DetectRecord],
               pins: Pins) -> dict[str, Any]:
     """Each detector's calibrated result and scores; which are primary (``pins``)."""
     scores = _scores(records)
