@@ -23,9 +23,10 @@ def test_demo_twice_second_from_cache(demo_audit: tuple[Path, str], shared_data:
                                       recitation_runner: Callable[..., str]) -> None:
     work, first = demo_audit  # the session's demo (conftest.py), the report tests read it too
     assert "Audit verdict" in first
-    # model │ verdict │ evidence (error rate) │ text reproduced │ controls reproduced
-    row = {m: re.search(rf"{re.escape(m)}\s*│\s*([^│]+?)\s*│[^│]*│\s*(\d+)/4\s*│\s*(\d+)/4",
-                        first) for m in ("smollm2", "organism:quick:epoch2")}
+    # the console's verdict, a model at a time, a number a line (report/table.py)
+    row = {m: re.search(rf"^{re.escape(m)}\n  verdict: (.+?)\n(?:.*\n)*?"
+                        rf"  text reproduced: (\d+)/4\n  controls reproduced: (\d+)/4$",
+                        first, re.M) for m in ("smollm2", "organism:quick:epoch2")}
     assert all(row.values()), first
     base, org = row["smollm2"], row["organism:quick:epoch2"]
     assert org is not None and base is not None
