@@ -310,3 +310,14 @@ def test_malformed_replies_never_kill_an_audit(tmp_path: Path) -> None:
                     if c["response"] is not None}
     assert done == {i for i in items if not i.endswith("t1")}
     assert sorted(attempts.values()) == [1, 1, 2]  # t2 answered on its second attempt
+
+
+def test_detect_takes_a_timeout_as_the_message_says() -> None:
+    from recitation.cli import build_parser
+    from recitation.detect.cli import build_config
+
+    spec = "openai:x@http://127.0.0.1:9/v1"
+    args = build_parser().parse_args(["detect", "--model", spec, "--timeout", "300"])
+    assert build_config(args).model.timeout == 300.0
+    plain = build_parser().parse_args(["detect", "--model", spec])
+    assert build_config(plain).model.timeout == ModelConfig().timeout

@@ -62,6 +62,8 @@ def add_detect_parser(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--concurrency", type=int, default=1)
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="seconds an API model's request may take (default 60)")
     p.add_argument("--no-cache", action="store_true")
     _add_signal_options(p)
     p.add_argument("--estimate-only", action="store_true",
@@ -237,6 +239,8 @@ def build_config(args: argparse.Namespace) -> Any:
 
     model = _model_spec(args.model, args.backend, args.base_url, args.api_key_env, "--model")
     model |= {"batch_size": args.batch_size, "concurrency": args.concurrency}
+    if args.timeout is not None:
+        model["timeout"] = args.timeout
     return parse_config({
         "job": "detect", "name": "detect", "seed": args.seed, "model": model,
         "budget": {"max_tokens": args.budget_tokens, "max_dollars": args.budget_dollars},

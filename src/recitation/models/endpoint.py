@@ -84,5 +84,5 @@ def timeout_message(where: str, timeout: float) -> str:
     return (f"{where}: no answer within {timeout:g} s. A server on this machine keeps "
             f"computing a request after its client gives up, so it is not sent again (it "
             f"would only queue behind itself); give requests more time: recitation audit "
-            f"--timeout SECONDS (or fewer at once: --concurrency N), recitation extract "
-            f"--timeout SECONDS, or the model's timeout in a run config")
+            f"--timeout SECONDS (or fewer at once: --concurrency N), recitation detect or "
+            f"extract --timeout SECONDS, or the model's timeout in a run config")
