@@ -76,7 +76,8 @@ def add_audit_parser(sub: Any) -> None:
     # AuditSettings, whose defaults, shown in the help, are the only ones
     for flag, field, kind, text in SETTINGS:
         p.add_argument(flag, dest=f"setting_{field}", type=kind, default=None,
-                       metavar={float: "X", str: "SPEC"}.get(kind, "N"), help=text)
+                       metavar="SECONDS" if field == "timeout" else
+                       {float: "X", str: "SPEC"}.get(kind, "N"), help=text)
     p.add_argument("--no-pearl", dest="setting_pearl", action="store_false", default=None,
                    help="skip PEARL (the costliest black-box detector)")
     p.add_argument("--no-cache", dest="setting_cache", action="store_false", default=None,
