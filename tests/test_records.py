@@ -141,3 +141,21 @@ def test_a_trace_report_reads_through_fields_old_and_new() -> None:
     assert "| group | generations with spans | average longest span (tokens) |" in "\n".join(
         lines)
     assert "| prefix | 3 / 4 | 7.25 | 0.5 | 0.125 / 0.75 | 2 |" in lines
+
+
+def test_a_prefix_probe_record_with_a_misspelt_key_is_refused() -> None:
+    """The record the verdict counts is strict: a misspelt key, or a field the job always
+    writes missing, is an error naming it (not a record that reads '' or 0)."""
+    import pytest
+    from pydantic import ValidationError
+
+    good = {"group": "text", "prefix": "p", "target": "t", "continuation": "c",
+            "lcp_words": 0, "target_words": 1, "verdict": "no"}
+    assert PrefixProbeRecord.model_validate(good).verdict == "no"
+    with pytest.raises(ValidationError, match="verdikt"):
+        PrefixProbeRecord.model_validate(good | {"verdikt": "verbatim"})
+    with pytest.raises(ValidationError, match="continuation"):
+        PrefixProbeRecord.model_validate({k: v for k, v in good.items()
+                                          if k != "continuation"})
+    with pytest.raises(ValidationError, match="verdict"):
+        PrefixProbeRecord.model_validate(good | {"verdict": "Verbatim"})

@@ -5,14 +5,15 @@ reader) reads them back here, in one layer below both (it imports nothing of rec
 neither side spells out the other's key paths: the EchoTrace-compatible completion keys
 (``llm_completions.Agent_Extraction.simple_agent_extraction_refined_<k>``), stage names and
 the round bookkeeping of RECAP's feedback loop are known here only. Every model allows extra
-fields, so a record written by a newer version still reads.
+fields, so a record written by a newer version still reads, except the prefix-probing
+record, which the verdict counts: it is strict (unknown keys refused, its fields required).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -109,19 +110,26 @@ class EventRecord(BaseModel):
 
 
 class PrefixProbeRecord(BaseModel):
-    """The record of one passage of the prefix-probing job, with the exact request sent."""
+    """The record of one passage of the prefix-probing job, with the exact request sent.
+    Strict: an unknown key is refused and the fields the job always writes are required, so
+    a misspelt key is an error, never a silent '' or 0."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid")
 
-    id: str = ""
-    group: str = ""
-    prefix: str = ""
-    target: str = ""
-    continuation: str = ""
-    lcp_words: int = 0
-    target_words: int = 0
+    group: str
+    prefix: str
+    target: str
+    continuation: str
+    lcp_words: int = Field(ge=0)
+    target_words: int = Field(ge=0)
+    verdict: Literal["verbatim", "near-verbatim", "no"]
+    rouge_l_precision: float | None = None
     rouge_l_recall: float | None = None
-    verdict: str = ""
+    rouge_l_f1: float | None = None
+    span_words: int | None = None  # the verbatim span (metrics/verbatim.py); older: absent
+    span_start: int | None = None
+    source: str | None = None  # the passage's work, where the job's input named one
+    chapter: str | None = None
     request: dict[str, Any] | None = None  # the generation request, as sent
     null: dict[str, Any] | None = None  # the verbatim span under the reference model
 

@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from recitation.errors import StoreError
 from recitation.metrics.null import DEFAULT_ALPHA
 from recitation.metrics.weighted import weighted_rouge
@@ -94,7 +96,12 @@ def _prefix(run: Path, settings: dict[str, Any], redact: bool, pins: Pins
             ) -> dict[str, Any]:
     with RunStore(run) as store:
         records = list(store.results("prefix_probe"))
-        typed = {i: PrefixProbeRecord.model_validate(r) for i, r in records}
+        try:
+            typed = {i: PrefixProbeRecord.model_validate(r) for i, r in records}
+        except ValidationError as e:
+            raise StoreError(f"run {run.name}: a record is not a prefix-probing record of "
+                             f"this version ({e.errors()[0]['loc']}: {e.errors()[0]['msg']})"
+                             ) from None
         # runs stored before the request was kept with its result: from the call log
         prompts = {} if all(t.request for t in typed.values()) else _prompts(store.calls())
         cost, prov = _costs(store, "prefix_probe"), _provenance(store)
