@@ -199,7 +199,7 @@ async def test_a_local_timeout_is_not_sent_again() -> None:
     with start_server(ScriptedModel(), fault_hook=held) as h:
         try:
             m = ManagedModel(OpenAIModel("scripted", base_url=h.url, api_key_env=None,
-                                         timeout=0.5),
+                                         timeout=5.0),  # ample to arrive
                              retry=RetryPolicy(max_attempts=4, base_delay=0))
             with pytest.raises(LocalServerTimeout) as e:
                 await m.generate(ONE)
