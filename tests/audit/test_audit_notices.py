@@ -101,3 +101,21 @@ def test_recap_on_a_few_passages_is_noticed(tmp_path: Path) -> None:
     assert load_manifest(folder)["notices"][-1] == (
         "RECAP: run on the first 4 of 6 text passages and the first 4 of 12 controls "
         "(--recap-passages N to change, 0: no RECAP)")
+
+
+def test_the_reports_show_what_was_audited(tmp_path: Path) -> None:
+    """The notices kept in the manifest are in report.json, report.md and report.html."""
+    from recitation.report.write import write_reports
+
+    text = _paragraphs(tmp_path / "book.txt", 15, 40)
+    settings = AuditSettings(passages=4, pearl=False, cache=False, recap_passages=0,
+                             null_model=None)
+    folder = create_audit([str(text)], ["scripted:echo"], [], settings,
+                          runs_dir=tmp_path / "runs")
+    notes = load_manifest(folder)["notices"]
+    assert notes
+    paths = write_reports(folder)
+    assert json.loads(paths["json"].read_text(encoding="utf-8"))["notices"] == notes
+    md = paths["md"].read_text(encoding="utf-8")
+    assert "## What was audited" in md and all(n.split(":")[0] in md for n in notes)
+    assert 'id="notices"' in paths["html"].read_text(encoding="utf-8")

@@ -189,6 +189,7 @@ def collect(folder: Path, *, redact: bool | None = None) -> dict[str, Any]:
             "redacted": bool(manifest.get("redact")), "text": manifest["text"],
             "controls": manifest["controls"], "settings": manifest["settings"],
             "inputs": manifest["inputs"], "input_hashes": manifest["input_hashes"],
+            "notices": list(manifest.get("notices") or []),
             "models": models, "verdict_table": verdict_table(models),
             "sections": collect_sections(folder, manifest),
             "does_not_mean": DOES_NOT_MEAN}

@@ -63,6 +63,8 @@ def render_markdown(f: dict[str, Any]) -> str:
     for m in f["models"]:
         lines += _model(m)
     lines += markdown_sections(f)  # the registered sections (report/sections.py)
+    if f.get("notices"):  # the defaults that changed what was audited (audit/notices.py)
+        lines += ["## What was audited", ""] + [f"- {_esc(n)}" for n in f["notices"]] + [""]
     lines += ["## Controls", "", f"{f['controls']['reason']} ({f['controls']['n']} passages)",
               "", "## What the verdict does not mean", ""]
     lines += [f"- {s}" for s in f["does_not_mean"]]
