@@ -135,14 +135,27 @@ class PrefixProbeRecord(BaseModel):
 
 
 class ScoreRecord(BaseModel):
-    """One detector's score of one sample: the schema every detector shares."""
+    """One detector's score of one sample: the one schema every detector shares, written by
+    the detectors (as :class:`recitation.detect.scoring.DetectorScore`, the same type) and
+    read back by calibration and the report. Strict: an unknown key is refused.
+    ``ScoreRecord(sample_id, detector, score, higher_means_member)`` also takes them in that
+    order."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    sample_id: str = ""
+    sample_id: str
     detector: str
     score: float | None = None
     higher_means_member: bool = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        names = ("sample_id", "detector", "score", "higher_means_member")
+        if len(args) > len(names):
+            raise TypeError(f"ScoreRecord takes at most {len(names)} positional arguments")
+        super().__init__(**dict(zip(names, args, strict=False)), **kwargs)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump()
 
     def oriented(self) -> float | None:
         """The score with higher meaning more member-like; None when it is missing or not

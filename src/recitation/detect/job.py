@@ -441,7 +441,7 @@ def _merge(record: DetectRecord, family: str, res: SampleResult) -> None:
     """A plug-in's result for one sample into its record (the shared schema)."""
     if res.error is not None:
         record.errors.append(f"{family}: {res.error}")
-    record.scores += [ScoreRecord.model_validate(d.to_dict()) for d in res.scores]
+    record.scores += res.scores
     record.add_fields(res.fields)
 
 

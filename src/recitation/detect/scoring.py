@@ -34,20 +34,12 @@ from typing import Any, Protocol
 from recitation.detect.samples import Sample
 from recitation.models.base import Model, TokenScores
 from recitation.models.tokenizer import Tokenizer
+from recitation.records import ScoreRecord
 
-
-@dataclass(frozen=True)
-class DetectorScore:
-    """The one output schema every detector shares."""
-
-    sample_id: str
-    detector: str
-    score: float
-    higher_means_member: bool
-
-    def to_dict(self) -> dict[str, object]:
-        return {"sample_id": self.sample_id, "detector": self.detector, "score": self.score,
-                "higher_means_member": self.higher_means_member}
+DetectorScore = ScoreRecord
+"""The one output schema every detector shares: the record itself
+(:class:`recitation.records.ScoreRecord`), so a score is one type from the detector to the
+report; ``DetectorScore(sample_id, detector, score, higher_means_member)``."""
 
 
 @dataclass
