@@ -121,3 +121,24 @@ def test_a_report_parses_each_detect_run_once(audit: Path) -> None:
     assert stores.parses() == 1
     collect(audit)
     assert stores.parses() == 1
+
+
+def test_the_roc_curve_is_read_as_the_detect_job_stored_it(
+        audit: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Curves are computed once, by the detect job, and read back by the report; they are
+    scikit-learn's ROC curve of the oriented text and control scores."""
+    from sklearn.metrics import roc_curve
+
+    from recitation.report import numbers
+
+    def recomputed(*_: object) -> object:
+        raise AssertionError("the report recomputed a stored ROC curve")
+
+    monkeypatch.setattr(numbers, "roc_points", recomputed)
+    (m,) = collect(audit)["models"]
+    d = m["detection"]["detectors"]["min_k_20"]
+    labels = [1] * len(d["text_scores"]) + [0] * len(d["control_scores"])
+    fpr, tpr, _ = roc_curve(labels, d["text_scores"] + d["control_scores"],
+                            drop_intermediate=False)
+    assert d["roc"]["fpr"] == pytest.approx(list(fpr))
+    assert d["roc"]["tpr"] == pytest.approx(list(tpr))

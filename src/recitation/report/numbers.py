@@ -76,7 +76,9 @@ def _detector(name: str, d: dict[str, Any], sc: dict[str, list[float]]) -> dict[
         "flagged_ci": list(clopper_pearson(k, n)) if n else None,
         "p_value": binom_greater(k, n, float(bound)) if reachable and n and bound else None,
         "text_scores": sc.get("member", []), "control_scores": sc.get("control", [])}
-    if sc.get("member") and sc.get("control"):
+    if (roc := lab.get("roc")) and roc.get("fpr"):  # computed once, by the detect job
+        out["roc"] = {"fpr": list(roc["fpr"]), "tpr": list(roc["tpr"])}
+    elif sc.get("member") and sc.get("control"):  # a run stored before it kept its curve
         labels = [1] * len(sc["member"]) + [0] * len(sc["control"])
         fpr, tpr, _ = roc_points(labels, np.array(sc["member"] + sc["control"]))
         out["roc"] = {"fpr": fpr.tolist(), "tpr": tpr.tolist()}
