@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import ast
 import difflib
+import fcntl
 import json
 import platform
 import subprocess
 import sys
+import tempfile
 import tomllib
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -227,9 +229,11 @@ def main(argv: list[str]) -> int:
     elif cmd == "collect":
         target = Target.parse(args[1])
         record = collect(Path(args[0]), target, float(args[2]))
-        results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-        results[target.key] = record
-        RESULTS.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+        with open(Path(tempfile.gettempdir()) / "recitation-mutation-results.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # two runs at once each keep their results
+            results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+            results[target.key] = record
+            RESULTS.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
     elif cmd == "write":
         return 0 if write() else 1
     else:
