@@ -159,3 +159,22 @@ def test_a_prefix_probe_record_with_a_misspelt_key_is_refused() -> None:
                                           if k != "continuation"})
     with pytest.raises(ValidationError, match="verdict"):
         PrefixProbeRecord.model_validate(good | {"verdict": "Verbatim"})
+
+
+def test_a_detect_record_needs_its_sample() -> None:
+    """A detect record without its sample, or a sample without its label or with a misspelt
+    key, is refused (before: it read as label '' and was silently in neither group)."""
+    import pytest
+    from pydantic import ValidationError
+
+    from recitation.records import DetectRecord
+
+    with pytest.raises(ValidationError, match="sample"):
+        DetectRecord.model_validate({"scores": []})
+    with pytest.raises(ValidationError, match="label"):
+        DetectRecord.model_validate({"sample": {"id": "a", "text": "t"}})
+    with pytest.raises(ValidationError, match="lable"):
+        DetectRecord.model_validate({"sample": {"id": "a", "text": "t", "label": "member",
+                                                "lable": "control"}})
+    assert DetectRecord.model_validate({"sample": {"id": "a", "text": "t",
+                                                   "label": "member"}}).label == "member"

@@ -165,6 +165,22 @@ class ScoreRecord(BaseModel):
         return self.score if self.higher_means_member else -self.score
 
 
+class SampleRecord(BaseModel):
+    """The sample of a detect record, as the detect job scored it (strict: a misspelt key is
+    refused, and its id, text and label are required, so no sample is silently left out of
+    calibration for a label that reads '')."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    text: str
+    label: str  # "member" (the text) or "control"; any other is in neither group
+    source: str = ""
+    task: str = "completion"
+    prompt: str | None = None
+    reference: str | None = None
+
+
 class DetectRecord(BaseModel):
     """The record of one sample of the detect job: the sample as scored, every detector's
     score, the errors of the families that could not score it; families add their own
@@ -172,7 +188,7 @@ class DetectRecord(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    sample: dict[str, Any] = Field(default_factory=dict)
+    sample: SampleRecord
     scores: list[ScoreRecord] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
 
@@ -183,16 +199,16 @@ class DetectRecord(BaseModel):
 
     @property
     def sample_id(self) -> str:
-        return str(self.sample.get("id", ""))
+        return self.sample.id
 
     @property
     def label(self) -> str:
         """``member`` (the text) or ``control``."""
-        return str(self.sample.get("label", ""))
+        return self.sample.label
 
     @property
     def text(self) -> str:
-        return str(self.sample.get("text", ""))
+        return self.sample.text
 
 
 def oriented_scores(records: Iterable[DetectRecord]) -> dict[str, dict[str, Any]]:
