@@ -4,21 +4,9 @@ left alive; fast: no model)."""
 
 from __future__ import annotations
 
-import itertools
+from test_one_verbatim_rule import _brute  # the one brute force of both files
 
 from recitation.metrics.verbatim import Verbatim, longest_run, verbatim
-
-
-def _brute(a: list[str], b: list[str]) -> int:
-    """The longest run of consecutive items both lists share, by trying every pair of
-    starts."""
-    best = 0
-    for i, j in itertools.product(range(len(a)), range(len(b))):
-        n = 0
-        while i + n < len(a) and j + n < len(b) and a[i + n] == b[j + n]:
-            n += 1
-        best = max(best, n)
-    return best
 
 
 def test_a_long_attempt_of_common_words_is_not_junked() -> None:

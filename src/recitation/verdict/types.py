@@ -3,6 +3,7 @@ fields required), so a misspelt key is an error, never a silent 0 or ''."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -41,8 +42,6 @@ class Null(Strict):
 
     @property
     def threshold_log10(self) -> float | None:
-        import math
-
         return math.log10(self.alpha / self.n) if self.n else None
 
 
