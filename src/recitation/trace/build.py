@@ -258,7 +258,7 @@ def build_index(docs: Iterable[SourceDoc], out: str | Path, *,
             if cur.offsets and len(cur.data) + enc.width + len(payload) > limit:
                 writer.submit(cur)
                 cur = _Shard(enc.width)
-            cur.add(payload, metadata_line(doc.path, doc.linenum, doc.metadata))
+            cur.add(payload, metadata_line(doc.path, doc.linenum, doc.metadata, doc.line))
             if progress:
                 progress("documents", bytes_in, 0)
         if not cur.offsets and not writer.jobs:

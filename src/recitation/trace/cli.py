@@ -1,7 +1,8 @@
 """``recitation index build|info|validate`` and ``recitation trace``.
 
 ``index build CORPUS DIR``: CORPUS is a JSONL file or folder, a folder of ``.txt`` files
-(``--chapters``: one document per chapter) or ``kjv``; byte-level unless ``--tokenizer``
+(``--chapters``: one document per chapter) or ``kjv`` (a folder may hold symbolic links to
+files and folders: followed, each real file read once); byte-level unless ``--tokenizer``
 names a local model (its tokenizer: u16 or u32 by vocabulary size). ``trace GENERATIONS
 --index DIR``: a ``trace`` run (resumable, ``recitation runs show``) over a JSONL of
 generations; ``--model`` names the target whose tokenizer a token-level index was built with.
@@ -65,7 +66,9 @@ def _corpus_bytes(corpus: str) -> int | None:
     if p.is_file():
         return p.stat().st_size
     if p.is_dir():
-        return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+        from recitation.trace.sources import walk_files
+
+        return sum(f.stat().st_size for f in walk_files(p))
     return None
 
 
@@ -263,7 +266,8 @@ def add_index_parser(sub: Any) -> None:
     idx = sub.add_parser("index", help="build and inspect corpus indexes (infini-gram files)")
     isub = idx.add_subparsers(dest="index_cmd", required=True)
     p = isub.add_parser("build", help="index a corpus: JSONL, a .txt folder, or kjv")
-    p.add_argument("corpus", help="JSONL file or folder, folder of .txt files, or 'kjv'")
+    p.add_argument("corpus", help="JSONL file or folder, folder of .txt files, or 'kjv' "
+                   "(symbolic links in a folder are followed)")
     p.add_argument("dir", type=Path, help="index directory to write")
     p.add_argument("--tokenizer", metavar="MODEL", default=None,
                    help="token-level with this local model's tokenizer (default: byte-level)")

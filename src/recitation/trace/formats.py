@@ -67,10 +67,15 @@ def shard_path(index_dir: Path, kind: str, shard: int) -> Path:
     return index_dir / f"{kind}.{shard}"
 
 
-def metadata_line(path: str, linenum: int, metadata: dict[str, Any]) -> bytes:
-    """One line of ``metadata.i``, byte for byte as infini-gram's indexer writes it."""
-    return (json.dumps({"path": path, "linenum": linenum, "metadata": metadata})
-            + "\n").encode("utf-8")
+def metadata_line(path: str, linenum: int, metadata: dict[str, Any],
+                  line: int | None = None) -> bytes:
+    """One line of ``metadata.i``, byte for byte as infini-gram's indexer writes it; with
+    ``line`` (a plain-text document: the 1-based line of ``path`` where it starts) one key
+    more, ``"line"``, after infini-gram's."""
+    entry: dict[str, Any] = {"path": path, "linenum": linenum, "metadata": metadata}
+    if line is not None:
+        entry["line"] = line
+    return (json.dumps(entry) + "\n").encode("utf-8")
 
 
 @dataclass

@@ -10,8 +10,8 @@ token-level index it asks the target for its tokenizer (the one the index was bu
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,6 +23,7 @@ from recitation.models.base import Model
 from recitation.records import TraceReport
 from recitation.runs.jobs import Job, Table, WorkItem
 from recitation.trace.index import CorpusIndex, EngineName, open_index
+from recitation.trace.locate import Locator
 from recitation.trace.metrics import (
     NearVerbatim,
     aggregate,
@@ -32,6 +33,7 @@ from recitation.trace.metrics import (
 )
 from recitation.trace.simpletrace import (
     Definitions,
+    DocMatch,
     GenerationTrace,
     SimpleTrace,
     Span,
@@ -64,15 +66,25 @@ class TraceParams(BaseModel):
                                 "its NVR is above it; recitation: at or above")
 
 
-def span_record(s: Span) -> dict[str, Any]:
+def span_record(s: Span, lines: Sequence[tuple[int, int] | None] = ()) -> dict[str, Any]:
+    """A kept span; each of its documents with ``lines`` (``[first, last]``, 1-based: where
+    the span's text is in the document's file, :mod:`recitation.trace.locate`) when known."""
+    docs = [asdict(d) for d in s.docs]
+    for d, where in zip(docs, lines, strict=False):
+        if where is not None:
+            d["lines"] = list(where)
     return {"start": s.start, "end": s.end, "length": s.length, "text": s.text,
-            "logprob": s.logprob, "count": s.count, "docs": [asdict(d) for d in s.docs]}
+            "logprob": s.logprob, "count": s.count, "docs": docs}
 
 
-def trace_record(t: GenerationTrace, nv: NearVerbatim) -> dict[str, Any]:
+def trace_record(t: GenerationTrace, nv: NearVerbatim,
+                 locator: Locator | None = None) -> dict[str, Any]:
+    """The stored record of a traced generation (with ``locator``: its spans' lines)."""
     docs = t.docs()
+    spans = [span_record(s, locator.span_lines(s.text, s.docs) if locator else ())
+             for s in t.spans]
     return {"units": t.units, "unit": t.unit, "candidates": t.candidates,
-            "longest": t.longest, "spans": [span_record(s) for s in t.spans],
+            "longest": t.longest, "spans": spans,
             "segments": [list(x) for x in t.segments],
             "segment_docs": [[asdict(d) for d in seg] for seg in t.segment_docs],
             "segment_lengths": list(t.segment_lengths),
@@ -81,15 +93,19 @@ def trace_record(t: GenerationTrace, nv: NearVerbatim) -> dict[str, Any]:
             "docs": sorted(docs), "nv": asdict(nv)}
 
 
+def _doc_match(d: dict[str, Any]) -> DocMatch:
+    """A stored document as a DocMatch (its ``lines`` left out)."""
+    names = {f.name for f in fields(DocMatch)}
+    return DocMatch(**{k: v for k, v in d.items() if k in names})
+
+
 def _restored(r: dict[str, Any]) -> tuple[GenerationTrace, NearVerbatim]:
     """A stored record as a trace for the metrics (docs and tiers, lengths)."""
-    from recitation.trace.simpletrace import DocMatch
-
     spans = tuple(Span(s["start"], s["end"], s["length"], s["text"], s["logprob"], s["count"],
-                       tuple(DocMatch(**d) for d in s["docs"])) for s in r["spans"])
+                       tuple(_doc_match(d) for d in s["docs"])) for s in r["spans"])
     t = GenerationTrace(r["text"], r["units"], r["unit"], spans,
                         tuple(tuple(x) for x in r["segments"]), r["candidates"],
-                        segment_docs=tuple(tuple(DocMatch(**d) for d in seg)
+                        segment_docs=tuple(tuple(_doc_match(d) for d in seg)
                                            for seg in r.get("segment_docs", [])),
                         segment_lengths=tuple(r.get("segment_lengths", [])))
     return t, NearVerbatim(**r["nv"])
@@ -118,6 +134,7 @@ class TraceJob(Job):
     Params = TraceParams
     params: TraceParams
     _tracer: SimpleTrace | None = None
+    _locator: Locator | None = None
 
     def items(self) -> list[WorkItem]:
         p = self.params
@@ -147,6 +164,7 @@ class TraceJob(Job):
                                     index.manifest, model.tokenizer())
             self._tracer = SimpleTrace(index, TraceConfig(p.rarity, p.max_docs, p.min_len,
                                                           p.text_mode, p.definitions, p.seed))
+            self._locator = Locator(index)
         return self._tracer
 
     async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
@@ -154,7 +172,8 @@ class TraceJob(Job):
         out = []
         for it in items:
             t = st.trace(it.payload["text"])
-            out.append({**it.payload, **trace_record(t, generation_nv_of(st, t))})
+            out.append({**it.payload, **trace_record(t, generation_nv_of(st, t),
+                                                     self._locator)})
         return out
 
     def finalize(self, records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any] | None:

@@ -7,27 +7,31 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-LABEL_KEYS = ("id", "doc_id", "title", "source", "url")
-"""Metadata keys tried in order for a document's label: the document's own (``metadata``,
-from its JSONL record), then the index's (then its file and line, then its number)."""
+from recitation.trace.locate import place, section_of
+
+LABEL_KEYS = ("id", "doc_id", "title", "source", "url", "ref")
+"""Metadata keys tried in order for a document's name: the document's own (``metadata``,
+from its JSONL record), then the index's. The label is the name and where the document is
+(:func:`recitation.trace.locate.place`: its file, the span's lines there, its section)."""
 
 
-def doc_label(metadata: dict[str, Any], doc_ix: int) -> str:
-    """A short name for a document (:data:`LABEL_KEYS`)."""
+def doc_label(metadata: dict[str, Any], doc_ix: int, lines: list[int] | None = None) -> str:
+    """A short name for a document and where it is (``lines``: the span's, when known):
+    "id ps23, corpus.jsonl line 1", "Emma/novel_text.txt lines 7357-7360 (CHAPTER XXVII)"."""
+    where = place(metadata, lines)
     inner = metadata.get("metadata")
     for meta in (inner if isinstance(inner, dict) else {}, metadata):
         for key in LABEL_KEYS:
             if meta.get(key) not in (None, ""):
-                return f"{key} {meta[key]}"
-    if metadata.get("path"):
-        line = metadata.get("linenum")
-        return f"{metadata['path']}" + (f" line {int(line) + 1}" if line is not None else "")
-    return f"doc {doc_ix}"
+                return f"{key} {meta[key]}" + (f", {where}" if where else "")
+    return where or f"doc {doc_ix}"
 
 
 def _doc(d: dict[str, Any]) -> dict[str, Any]:
-    return {"doc_ix": d["doc_ix"], "label": doc_label(d.get("metadata") or {}, d["doc_ix"]),
-            "tier": d["tier"], "nv_recall": d.get("nv"), "metadata": d.get("metadata") or {}}
+    meta = d.get("metadata") or {}
+    return {"doc_ix": d["doc_ix"], "label": doc_label(meta, d["doc_ix"], d.get("lines")),
+            "path": meta.get("path"), "lines": d.get("lines"), "section": section_of(meta),
+            "tier": d["tier"], "nv_recall": d.get("nv"), "metadata": meta}
 
 
 def generation_sources(item_id: str, record: dict[str, Any]) -> dict[str, Any]:
