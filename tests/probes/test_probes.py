@@ -201,7 +201,9 @@ def test_csg_passages_on_novels(shared_data: Path, folder: str) -> None:
             assert not hon or hon in c.name or any(hon in a for a in c.aliases)
             for w in rest.split():
                 assert w in NEW_NAMES and not occurs(novel.text, w), (w, folder)
-        assert any(occurs(it["passage"], new) for new in it["corrupted"])  # one remains
+        # one remains, a word or (the authors' str.replace) inside one: "Musgroves" ->
+        # "Stones"
+        assert any(new in it["passage"] for new in it["corrupted"])
         assert (it["passage"].count("[MASK]") == 1) == (it["quote_type"] == "Explicit")
         assert by_id[it["quote_id"]].quote_type == it["quote_type"]
 

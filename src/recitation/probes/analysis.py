@@ -221,12 +221,30 @@ def per_novel_figures(runs: Sequence[tuple[str, dict[str, Any], list[dict[str, A
     return out
 
 
+def _column_order(col: str) -> tuple[str, float]:
+    """By name, the ``min_k_<k>`` columns by k (``min_k_5`` before ``min_k_10``)."""
+    if col.startswith("min_k_"):
+        return "min_k_", float(col.removeprefix("min_k_"))
+    return col, 0.0
+
+
+def min_k_columns(cols: Sequence[str]) -> list[str]:
+    """The ``min_k_<k>`` columns, by k."""
+    return sorted((c for c in cols if c.startswith("min_k_")), key=_column_order)
+
+
+def min_k_covariate(mink: Sequence[str]) -> list[str]:
+    """The Min-K% of the propensity model: Min-10% where it was scored (the paper names
+    "Min-K%" without its k), else the smallest k."""
+    return ["min_k_10"] if "min_k_10" in mink else list(mink[:1])
+
+
 def report(per_novel: Mapping[str, Mapping[str, float]],
            group2: frozenset[str] = PDNC_SECOND_RELEASE, *, penalty: str | None = None,
            leave_outcome_out: bool = False) -> tuple[str, dict[str, Any]]:
     """The Markdown report: per-novel figures, table 2, propensity matching
     (:func:`propensity_match`'s ``penalty`` and ``leave_outcome_out``)."""
-    cols = sorted({k for v in per_novel.values() for k in v})
+    cols = sorted({k for v in per_novel.values() for k in v}, key=_column_order)
     lines = ["# Book memorization and quotation attribution", "",
              "## Per novel", "", "| novel | group | " + " | ".join(cols) + " |",
              "|---|---|" + "---|" * len(cols)]
@@ -236,14 +254,14 @@ def report(per_novel: Mapping[str, Mapping[str, float]],
             _fmt(per_novel[n].get(c, float("nan"))) for c in cols) + " |")
     measures: list[str] = [m for m in ("name_cloze", "csg_m", "csg_m_cloze", "csg_r")
                            if m in cols]
-    measures += [c for c in cols if c.startswith("min_k_")]
+    mink = min_k_columns(cols)
+    measures += mink
     numbers: dict[str, Any] = {"per_novel": per_novel}
     if {"all", "explicit", "other"} <= set(cols) and measures:
         t2, numbers["table2"] = table2(per_novel, measures)
         lines += ["", "## Table 2: Spearman rho with accuracy (* p < 0.05), top-k vs bottom-k "
                   "t-test", "", t2]
-    mink = [c for c in cols if c.startswith("min_k_")]
-    cov = [c for c in ("csg_m", "name_cloze", *mink[:1], "all") if c in cols]
+    cov = [c for c in ("csg_m", "name_cloze", *min_k_covariate(mink), "all") if c in cols]
     if mink and len(cov) >= 2:
         pm = propensity_match({n: [v.get(c, float("nan")) for c in cov]
                                for n, v in per_novel.items()}, set(group2),

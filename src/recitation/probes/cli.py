@@ -36,13 +36,14 @@ def cmd_probe(args: argparse.Namespace) -> int:
             params["released"] = str(Path(args.released).resolve())
     if args.probe == "csg":
         params["main_speakers"] = args.main_speakers
+        params["corruption"], params["answers"] = args.corruption, args.answers
         if args.replacements:
             params["replacements"] = str(Path(args.replacements).resolve())
     return _run(_JOBS[args.probe], args, params)
 
 
 def cmd_contamination(args: argparse.Namespace) -> int:
-    params: dict[str, Any] = {"fraction": args.fraction}
+    params: dict[str, Any] = {"fraction": args.fraction, "ks": args.ks}
     if args.max_records:
         params["max_records"] = args.max_records
     return _run("contamination", args, params)
@@ -89,6 +90,24 @@ def _probe_options(p: argparse.ArgumentParser, name: str) -> None:
         p.add_argument("--replacements", type=Path, default=None, metavar="DIR",
                        help="the authors' hand-made tables, DIR/<novel>/id2replacements.pkl "
                        "(or .json): their speakers and names")
+        p.add_argument("--corruption", choices=("substring", "word"), default="substring",
+                       help="substring: the authors', each name replaced wherever it occurs, "
+                       "inside words too (default); word: ours, whole words only")
+        p.add_argument("--answers", choices=("table", "aliases"), default="table",
+                       help="a memorization hit names one of: table, the names the "
+                       "replacement table replaces (the authors', default); aliases: ours, "
+                       "PDNC's main name and aliases of the speaker")
+
+
+def _contamination_parser(psub: Any) -> None:
+    p = psub.add_parser("contamination", help="Min-K%% of verbalized quotation records")
+    _common(p)
+    p.add_argument("--fraction", type=float, default=0.2, help="records per novel (paper: 0.2)")
+    p.add_argument("--max-records", type=int, default=0, help="at most N per novel (0: no cap)")
+    p.add_argument("--ks", type=float, nargs="+", default=[5, 10, 20, 30, 40, 50], metavar="K",
+                   help="the k (in %%) of Min-K%%: the authors' 5 10 20 30 40 50 (default); "
+                   "the paper reports 10 20 30")
+    p.set_defaults(func=cmd_contamination)
 
 
 def add_probe_parser(sub: Any) -> None:
@@ -109,11 +128,7 @@ def add_probe_parser(sub: Any) -> None:
                        "[MASK], explicit quotes only (docs/probes.md)")
         _probe_options(p, name)
         p.set_defaults(func=cmd_probe, probe=name)
-    p = psub.add_parser("contamination", help="Min-K%% of verbalized quotation records")
-    _common(p)
-    p.add_argument("--fraction", type=float, default=0.2, help="records per novel (paper: 0.2)")
-    p.add_argument("--max-records", type=int, default=0, help="at most N per novel (0: no cap)")
-    p.set_defaults(func=cmd_contamination)
+    _contamination_parser(psub)
     p = psub.add_parser("control", help="positive control: fine-tune SmolLM2 on the probed "
                         "passages of some novels; memorization must rise on those only")
     p.add_argument("--members", nargs="+", required=True, metavar="DIR",

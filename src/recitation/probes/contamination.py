@@ -16,19 +16,26 @@ draw is made once from all of them, and a record not drawn is stored as skipped.
 stored by runs made before this order (no ``pool``) were sampled when the run was created;
 they are only filtered.
 
-Min-K% (k = 10, 20, 30) is the mean of the k% lowest token log-probabilities
+Min-K% is the mean of the k% lowest token log-probabilities
 (:func:`recitation.detect.whitebox.min_k_percent`: ``floor(n k / 100)`` of the ``n`` scored
 tokens, at least one; the authors take ``int(k * (n + 1))`` of the ``n`` scored tokens, the
-sequence length including the first token).
+sequence length including the first token, so none at k = 5% below 20 tokens: their mean is
+then 0/0, NaN). Every record is scored at every k of ``ks``, by default the authors'
+(:data:`AUTHORS_KS`: ``k_perc`` of ``main_contamination.py``, 5, 10, 20, 30, 40, 50); no k
+is chosen and nothing is thresholded here: the decision is the paired t-test of
+:mod:`recitation.probes.analysis` on matched novels (the paper reports k = 10, 20, 30).
+Each record also keeps its perplexity, ``exp`` of the mean negative log-probability of its
+scored tokens, which the authors save beside (``ppl.json``) and the paper does not use.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import math
 import random
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,13 +84,19 @@ def draw(counts: list[tuple[str, int]], fraction: float, min_tokens: int, max_to
     return rng.sample(kept, k)
 
 
+AUTHORS_KS = (5.0, 10.0, 20.0, 30.0, 40.0, 50.0)
+"""The k (in %) the authors' ``main_contamination.py`` scores every record at."""
+
+
 class ContaminationParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     novels: list[str] = Field(default_factory=list, description="PDNC-format novel folders")
     fraction: float = Field(0.2, gt=0, le=1, description="share of a novel's records "
                             "within the token bounds that is sampled (rounded down)")
     max_records: int | None = Field(None, ge=1, description="at most this many per novel")
-    ks: list[float] = Field(default_factory=lambda: [10.0, 20.0, 30.0])
+    ks: list[float] = Field(default_factory=lambda: list(AUTHORS_KS), min_length=1,
+                            description="the k (in %) of Min-K%; the authors': 5, 10, 20, "
+                            "30, 40, 50; the paper reports 10, 20, 30")
     min_tokens: int = Field(16, ge=0)
     max_tokens: int = Field(256, ge=2)
 
@@ -159,7 +172,8 @@ class ContaminationJob(Job):
         scores = await model.score([it.payload["text"] for it in keep]) if keep else []
         for it, ts in zip(keep, scores, strict=True):
             out[it.id] = {**it.payload, "tokens": len(ts.tokens), "skipped": False,
-                          "min_k": {f"{k:g}": min_k_percent(ts.logprobs, k) for k in p.ks}}
+                          "min_k": {f"{k:g}": min_k_percent(ts.logprobs, k) for k in p.ks},
+                          "perplexity": perplexity(ts.logprobs)}
         return [out[it.id] for it in items]
 
     def summarize(self, records: list[tuple[str, dict[str, Any]]]) -> Table:
@@ -168,6 +182,11 @@ class ContaminationJob(Job):
         rows = [[n, v["records"], *[f"{v[k]:.3f}" for k in ks]] for n, v in sorted(m.items())]
         return Table("Annotation contamination (Min-K%)", ["novel", "records",
                                                            *[f"Min-{k}%" for k in ks]], rows)
+
+
+def perplexity(logprobs: Sequence[float]) -> float:
+    """``exp`` of the mean negative log-probability (the authors' ``exp(loss)``)."""
+    return math.exp(-sum(logprobs) / len(logprobs)) if logprobs else float("nan")
 
 
 def min_k_by_novel(recs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -191,9 +210,10 @@ def _calls(p: Mapping[str, Any]) -> Calls:
 CONTAMINATION = MethodInfo(
     name="contamination", kind="probe", title="Min-K% of verbalized annotations",
     paper="Michel et al. 2025 (quotation attribution, section 5 and appendix E; Min-K%: "
-    "Shi et al. 2024)", access=frozenset({Access.LOGPROBS}), writes=("min_k", "tokens"),
+    "Shi et al. 2024)", access=frozenset({Access.LOGPROBS}),
+    writes=("min_k", "perplexity", "tokens"),
     calls=_calls, calls_formula="1 score of the verbalized record", job="contamination",
     family="contamination", unit="sample", select="probe contamination",
     options=("fraction", "max_records", "ks", "min_tokens", "max_tokens"),
-    summary="quotation records verbalized as 'column: value; ...'; Min-K% (k = 10, 20, 30) "
-    "per record, averaged per novel")
+    summary="quotation records verbalized as 'column: value; ...'; Min-K% (k = 5, 10, 20, "
+    "30, 40, 50, the authors') per record, averaged per novel")

@@ -1,9 +1,9 @@
 """Corrupted-Speaker-Guessing (Michel et al. 2025, section 5 and appendix B), automatic.
 
 For a quote of a non-minor character: the passage is the 10 sentences before and after the
-quote (:func:`recitation.probes.novel.sentence_spans`; the authors: spaCy). Every whole-word
-mention of the speaker's main name or aliases (longest first) is replaced by a
-gender-matched name that does not occur in the novel: first names Henry / Joseph (M),
+quote (:func:`recitation.probes.novel.sentence_spans`; the authors: spaCy). The speaker's
+main name, aliases and the words of its names (the replacement table's keys) are replaced
+by a gender-matched name that does not occur in the novel: first names Henry / Joseph (M),
 Emma / Elizabeth (F), last names Stone / Walker / Smith (when all of a list occur in the
 novel, ours: :data:`MORE_FIRST_NAMES`, :data:`MORE_LAST_NAMES`); honorifics are kept
 (``Miss Bates -> Miss Smith``); a one-word alias without honorific that is the first word
@@ -12,11 +12,18 @@ first name, other one-word names the last name. The authors chose the
 replacements by hand (``id2replacements.pkl``); characters of another gender (X, U) are
 skipped. At least one mention must be replaced in the passage.
 
+How names are replaced (``corruption``): ``substring`` (the default, the authors'
+``get_corrupted_passages`` in ``main_speaker_cloze.py``): each name of the table, longest
+first, replaced by ``str.replace`` in turn, wherever it occurs, inside a word too (``Tom``
+of ``Tomorrow``); ``word`` (ours): whole words only, in one pass (:func:`corrupt`).
+
 Explicit quotes: the speaker's name in the referring expression nearest the quote
 (``said Anne``) is masked and the cloze prompt asks for it (figure 3); other quotes use the
 free prompt (figures 5-6). Prompts are the authors' text (``prompts/*.txt``). A prediction
-(``<speaker>...</speaker>``) equal to a name of the true speaker is a memorization hit; equal
-to a replacement name a reasoning hit (exact matches, as ``pred in gold``).
+(``<speaker>...</speaker>``) equal to a name the table replaces (``answers="table"``, the
+default: the authors' ``pred in gold`` with ``gold`` the table's keys; ``"aliases"``, ours:
+PDNC's main name and aliases of the speaker) is a memorization hit; equal to a replacement
+name (the table's values) a reasoning hit. Exact matches.
 CSG-Memorization / -Reasoning: the mean over quote types of the per-type accuracies.
 
 Scoring variants for white-box models (ours; :mod:`recitation.probes.scoring`): ``logprob``
@@ -36,7 +43,7 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -155,6 +162,23 @@ def corrupt(text: str, mapping: Mapping[str, str]) -> tuple[str, int]:
     return pat.subn(lambda m: mapping[m.group()], text)
 
 
+def corrupt_substrings(text: str, mapping: Mapping[str, str]) -> tuple[str, int]:
+    """The authors' corruption: for each name, longest first (ties in the table's order),
+    every occurrence in the text as it stands after the longer names were replaced, inside
+    a word or not, becomes its replacement; the count is of the names that occurred."""
+    found = 0
+    for name in sorted(mapping, key=len, reverse=True):
+        if name and name in text:
+            found += 1
+            text = text.replace(name, mapping[name])
+    return text, found
+
+
+Corruption = Literal["substring", "word"]
+Answers = Literal["table", "aliases"]
+_CORRUPT = {"substring": corrupt_substrings, "word": corrupt}
+
+
 def _quote_span(q: Quotation) -> tuple[int, int]:
     return q.spans[0][0], q.spans[-1][1]
 
@@ -224,10 +248,12 @@ def load_replacements(path: Path) -> dict[str, dict[str, str]]:
 
 def csg_item(novel: PdncNovel, q: Quotation, sents: list[tuple[int, int]],
              context: int = 10, cache: dict[str, Any] | None = None,
-             speakers: set[str] | None = None) -> dict[str, Any] | None:
+             speakers: set[str] | None = None, corruption: Corruption = "substring",
+             answers: Answers = "table") -> dict[str, Any] | None:
     """The corrupted passage of one quote, or None when it cannot be built (``cache``:
     replacement names by character, kept across the quotes of one novel, pre-filled with a
-    replacement table where there is one; ``speakers``: the character ids probed)."""
+    replacement table where there is one; ``speakers``: the character ids probed;
+    ``corruption`` and ``answers``: :class:`CsgParams`)."""
     c = novel.character(q.speaker)
     if c is None or c.category == "minor" or q.quote_type not in QUOTE_TYPES:
         return None
@@ -246,14 +272,16 @@ def csg_item(novel: PdncNovel, q: Quotation, sents: list[tuple[int, int]],
         if masked is None:
             return None
         passage = masked
-    corrupted, count = corrupt(passage, mapping)
+    corrupted, count = _CORRUPT[corruption](passage, mapping)
     if count == 0:
         return None
-    quote, _ = corrupt(q.text, mapping)
+    quote, _ = _CORRUPT[corruption](q.text, mapping)
     if remaining_parts(c, corrupted) or remaining_parts(c, quote):
         return None  # a part of the speaker's names survived: not a corrupted passage
+    gold = (sorted(mapping, key=lambda n: (-len(n), n)) if answers == "table"
+            else names_of(c))
     return {"novel": novel.folder, "quote_id": q.id, "quote_type": q.quote_type,
-            "speaker": c.name, "gold": names_of(c), "span": [a, b],
+            "speaker": c.name, "gold": gold, "span": [a, b],
             "corrupted": sorted(set(mapping.values())),
             "passage": corrupted, "quote": quote}
 
@@ -270,6 +298,12 @@ class CsgParams(BaseModel):
     replacements: str | None = Field(None, description="a folder of the authors' hand-made "
                                      "tables, <novel>/id2replacements.pkl (or .json): their "
                                      "speakers and names instead of ours")
+    corruption: Corruption = Field("substring", description="substring: the authors', each "
+                                   "name replaced wherever it occurs, inside words too "
+                                   "(str.replace, longest first); word: ours, whole words only")
+    answers: Answers = Field("table", description="the names a memorization hit may give: "
+                             "table, the authors', the names the replacement table replaces; "
+                             "aliases: ours, PDNC's main name and aliases of the speaker")
     scoring: Scoring = Field("generate", description="generate: the paper's prompts; logprob: "
                              "ours, the most likely of the novel's names after the prompt; "
                              "fill: ours, explicit quotes, the most likely name at the "
@@ -299,8 +333,8 @@ class CsgJob(Job):
                 cache.update(table)
                 speakers = set(table)
             for q in novel.quotations:
-                if (it := csg_item(novel, q, sents, p.context_sentences, cache,
-                                   speakers)) is not None:
+                if (it := csg_item(novel, q, sents, p.context_sentences, cache, speakers,
+                                   p.corruption, p.answers)) is not None:
                     by_type[it["quote_type"]].append({**it, "book": book})
             rng = random.Random(f"{self.seed}:{novel.folder}")
             names = sorted({n for c in novel.characters if c.category != "minor"
@@ -423,6 +457,6 @@ CSG = MethodInfo(
     access=frozenset({Access.GENERATE}), writes=("output", "memorization", "reasoning"),
     calls=_calls, calls_formula="1 generation", job="csg", family="csg", unit="sample",
     select="probe csg", options=("n", "context_sentences", "max_new_tokens", "scoring",
-                                 "main_speakers", "replacements"),
+                                 "main_speakers", "replacements", "corruption", "answers"),
     summary="the speaker of a quote in a passage where the speaker's names are replaced; "
     "the true name = memorization, the replacement = reasoning (per quote type, averaged)")
