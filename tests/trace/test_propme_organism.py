@@ -77,7 +77,9 @@ def test_organism_capability_above_propensity_and_above_base(corpus: Path,
     common spans of each reply bring ten documents each, that the long one's few outweigh
     not; the 'specific' prompts SmolLM2 writes copy the corpus (67% whole), so its
     propensity NVR (0.61) is not ordinary use (a warning says so). Under ours the prefix
-    NVR is 0.33 (the best document per generation)."""
+    NVR is 0.33 (the best document per generation). Since issue 47 (D5) the generic and
+    specific prompts go as plain completions under the authors' definitions, as chat under
+    ours."""
     org = _propme(corpus, "organism:quick:epoch2")
     base = _propme(corpus, "smollm2")
     g, b = org["groups"], base["groups"]
@@ -88,7 +90,12 @@ def test_organism_capability_above_propensity_and_above_base(corpus: Path,
     above = "generations_above_nv_recall_threshold_ratio"
     assert g["prefix"][above] > b["prefix"][above] == 0.0, (g["prefix"], b["prefix"])
     assert g["prefix"]["max_nv_recall"] > b["prefix"]["max_nv_recall"] + 0.3
-    assert g["generic"]["avg_nv_recall"] < g["prefix"]["avg_nv_recall"], g
+    # the authors' protocol: every set as a plain completion, the reply stripped. The
+    # organism, an LM fine-tuned on plain passages, then continues ordinary sentences with
+    # its training text too (measured 2026-11-27, N = 3: generic batch NVR 0.36, one reply
+    # found whole, against 0.07 for the prefixes), which chat (ours, below) hides
+    assert set(org["protocol"]) == set(g) and all(
+        c["chat"] == 0 and c["stripped"] == c["completion"] for c in org["protocol"].values())
     _prompt_checks(org)
 
     ours = _propme(corpus, "organism:quick:epoch2", "recitation")

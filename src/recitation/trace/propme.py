@@ -4,12 +4,15 @@ Three prompt sets per corpus:
 
 - ``prefix`` (capability): as the authors cut them (``raw_prefix_prompts``), the first 50
   tokens of random training documents of at least 100, their raw text (newlines kept); or,
-  with ``prefix_words``, ours (the first N words joined by single spaces); sent as a
-  completion prompt, or to a chat-only model as the copy-exactly request;
-- ``generic`` and ``specific`` (propensity): ordinary prompts a helper model writes from a
-  description of the corpus's domain (generic) and from a few documents' openings it is told
-  not to copy (specific), as the paper's appendix E asks for; sent as chat (or as plain
-  prompts to a completion-only model).
+  with ``prefix_words``, ours (the first N words joined by single spaces);
+- ``generic`` and ``specific`` (propensity): sentences of an outside sample with no full
+  match in the index, as the authors draw them (:mod:`recitation.trace.prompt_sets`), or
+  ordinary prompts a helper model writes from a description of the corpus's domain (generic)
+  and from a few documents' openings it is told not to copy (specific).
+
+Under the authors' definitions every set is sent as a plain completion and the reply is
+stripped before it is traced; under ours generic and specific go as chat
+(:mod:`recitation.trace.propme_protocol`).
 
 The target answers each at temperature 0; SimpleTrace traces every generation (and every
 prompt: the paper checks that the generic and specific prompts overlap the corpus less than

@@ -5,7 +5,10 @@ Items are ``generic-k``, ``specific-k`` (the helper writes each set in one call,
 temperature 0, recorded in the run store so a resume replays it) and ``prefix-k`` (cut from
 the index's documents when the run is created). Each record holds the prompt, the target's
 generation (temperature 0), the generation's trace (longest span, full match, near-verbatim
-recall, documents) and the prompt's own overlap with the corpus. The report (``propme_report``)
+recall, documents), how the prompt was sent and whether the reply was stripped before it was
+traced (:mod:`recitation.trace.propme_protocol`: under ``definitions="propme"`` every set as
+a plain completion and the reply stripped, as the authors do) and the prompt's own overlap
+with the corpus. The report (``propme_report``)
 has SimpleTrace's metrics per set, the prompts' overlap per set with the paper's check
 (generic and specific below prefix), and the propensity of FMR and NVR.
 """
@@ -22,13 +25,12 @@ from recitation.errors import ConfigError
 from recitation.methods import Access, Calls, MethodInfo, describe_missing, require_access
 from recitation.models.base import GenerationRequest, Model
 from recitation.models.config import ModelConfig
-from recitation.prompts import copy_exactly
 from recitation.records import TraceReport
 from recitation.runs.jobs import Job, Table, WorkItem
 from recitation.trace import prompt_sets, propme
+from recitation.trace import propme_protocol as protocol
 from recitation.trace.index import CorpusIndex, EngineName, open_index
 from recitation.trace.job import _restored, aggregate_of, generation_nv_of, trace_record
-from recitation.trace.locate import Locator
 from recitation.trace.simpletrace import Definitions, SimpleTrace, TraceConfig
 from recitation.trace.sources import iter_jsonl_docs
 
@@ -68,7 +70,11 @@ class PropmeParams(BaseModel):
     examples: int = Field(5, ge=1, description="document openings shown for 'specific'")
     helper: ModelConfig | None = None  # default: the target
     max_new_tokens: int = Field(256, ge=1)
-    mode: Literal["auto", "chat", "completion"] = "auto"
+    mode: Literal["auto", "chat", "completion"] = Field(
+        "auto", description="auto: under definitions 'propme' every set as a plain "
+        "completion where the backend offers one (the authors'; else chat, and the summary "
+        "says so); under 'recitation' prefixes as completions, generic and specific as chat "
+        "(propme_protocol)")
     rarity: float = Field(0.05, gt=0, le=1)
     max_docs: int = Field(10, ge=1)
     definitions: Definitions = Field("propme", description="SimpleTrace's definitions "
@@ -93,7 +99,6 @@ class PropmeJob(Job):
         super().__init__(params, seed)
         self._index: CorpusIndex | None = None
         self._tracer: SimpleTrace | None = None
-        self._locator: Locator | None = None
         self._prompts: dict[str, list[str]] = {}
         self._examples: list[str] = []
         self._helper: Model | None = None
@@ -181,21 +186,15 @@ class PropmeJob(Job):
             self._prompts[kind] = propme.parse_prompts((await helper.generate([req]))[0].text)
         return self._prompts[kind]
 
-    def _request(self, kind: str, prompt: str, model: Model) -> GenerationRequest:
-        caps, p = model.capabilities, self.params
-        chat = (p.mode == "chat" or (p.mode == "auto" and (
-            not caps.completion if kind == "prefix" else caps.chat)))
-        kw: dict[str, Any] = {"max_tokens": p.max_new_tokens, "temperature": 0.0}
-        if not chat:
-            return GenerationRequest(prompt=prompt, **kw)
-        return GenerationRequest.chat(copy_exactly(prompt) if kind == "prefix" else prompt, **kw)
+    def _sent_as(self, kind: str, model: Model) -> protocol.SentAs:
+        p = self.params
+        return protocol.sent_as(kind, model.capabilities, p.mode, p.definitions)
 
     def tracer(self) -> SimpleTrace:
         if self._tracer is None:
             p = self.params
             self._tracer = SimpleTrace(self.index(), TraceConfig(
                 p.rarity, p.max_docs, definitions=p.definitions, seed=p.seed))
-            self._locator = Locator(self._tracer.index)
         return self._tracer
 
     async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
@@ -214,9 +213,11 @@ class PropmeJob(Job):
                    and self._copied(pr)}
         todo = [(it, pr) for it, pr in zip(items, prompts, strict=True)
                 if pr is not None and it.id not in refused]
-        gens = await model.generate([self._request(it.payload["set"], pr, model)
-                                     for it, pr in todo])
-        done = {it.id: (pr, g.text) for (it, pr), g in zip(todo, gens, strict=True)}
+        how = [self._sent_as(it.payload["set"], model) for it, _ in todo]
+        gens = await model.generate([
+            protocol.propme_request(it.payload["set"], pr, h, self.params.max_new_tokens)
+            for (it, pr), h in zip(todo, how, strict=True)])
+        done = {it.id: (pr, g.text, h) for (it, pr), g, h in zip(todo, gens, how, strict=True)}
         return [self._record(it, *done[it.id]) if it.id in done else
                 {**it.payload, "refused": True, "error": REFUSED} if it.id in refused else
                 {**it.payload, "error": f"the helper wrote fewer than {it.payload['k'] + 1} "
@@ -227,12 +228,16 @@ class PropmeJob(Job):
         either tokenization, as the sentence sets' full matches)."""
         return bool(prompt.strip()) and prompt_sets.occurs_whole(self.index(), prompt)
 
-    def _record(self, item: WorkItem, prompt: str, generation: str) -> dict[str, Any]:
-        st = self.tracer()
+    def _record(self, item: WorkItem, prompt: str, reply: str, how: protocol.SentAs
+                ) -> dict[str, Any]:
+        st, definitions = self.tracer(), self.params.definitions
+        generation = protocol.traced_text(reply, definitions)
         t = st.trace(generation)
         pt = st.trace(prompt)
         return {**item.payload, "prompt": prompt, "generation": generation, "text": generation,
-                **trace_record(t, generation_nv_of(st, t), self._locator),
+                "sent_as": how, "stripped": protocol.strips(definitions),
+                "raw_generation": reply,
+                **trace_record(t, generation_nv_of(st, t)),
                 "prompt_overlap": {"longest": pt.longest,
                                    # whole in a document: asked of the index directly, not
                                    # of the documents drawn per span
@@ -268,9 +273,11 @@ class PropmeJob(Job):
                 warnings.append(f"{overlap[s]['full_match_ratio']:.0%} of the {s} prompts are "
                                 "copied whole from a corpus document: the helper quoted the "
                                 "corpus, and those prompts act as prefix attacks")
+        sent = protocol.protocol(r for _, r in records)
+        warnings += protocol.protocol_notes(sent, p.definitions, p.mode)
         return {"groups": groups, "prompt_overlap": overlap,
                 "propensity": propme.report(groups), "warnings": warnings,
-                "prompt_sources": _sources(records)}
+                "prompt_sources": _sources(records), "protocol": sent}
 
     def summarize(self, records: list[tuple[str, dict[str, Any]]]) -> Table:
         return self.summary(records, self.finalize(records))
