@@ -80,14 +80,13 @@ def test_trace_shows_where_each_span_came_from(tmp_path: Path,
     assert docs and {d["label"] for d in docs} == {"id ps23, corpus.jsonl line 1"}
     assert {(d["path"], tuple(d["lines"])) for d in docs} == {("corpus.jsonl", (1, 1))}
     assert docs[0]["metadata"]["metadata"]["title"] == "Psalm 23"
-    assert docs[0]["tier"] == "exact_full_raw" and docs[0]["nv_recall"] == 1.0
-    seg_docs = [d for s in copy["segments"] for d in s["documents"]]
-    assert seg_docs and all(d["label"] == "id ps23, corpus.jsonl line 1" for d in seg_docs)
+    assert docs[0]["tier"] == "exact_full_raw" and copy["nv_recall"] == 1.0
     assert out["report"]["groups"]["all"]["full_match_ratio"] == 0.5
+    assert out["report"]["groups"]["all"]["definitions"] == "recitation"  # the default
 
     assert main(["trace", str(gens), "--index", str(idx), "--engine", "numpy", "--runs-dir",
                  str(tmp_path / "runs2")]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "Where each span came from" in text
-    assert "id ps23, corpus.jsonl line 1 (exact_full_raw, NVR 1.00)" in text
+    assert "id ps23, corpus.jsonl line 1 (exact_full_raw)" in text
     assert "(no span)" in text

@@ -12,13 +12,13 @@ from recitation.trace.build import build_index
 from recitation.trace.index import open_index
 from recitation.trace.metrics import propme_aggregate
 from recitation.trace.nvrecall import nv_recall
+from recitation.trace.propme_rule import segments_with_docs
 from recitation.trace.simpletrace import (
     DocMatch,
     GenerationTrace,
     SimpleTrace,
     Span,
     TraceConfig,
-    segments_with_docs,
 )
 from recitation.trace.sources import SourceDoc
 
@@ -35,7 +35,8 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> object:
 
 def test_documents_are_drawn_per_span_seeded_and_capped(index: object) -> None:
     def drawn(seed: int, max_docs: int = 10) -> list[int]:
-        t = SimpleTrace(index, TraceConfig(max_docs=max_docs, seed=seed)).trace(VERSE)  # type: ignore[arg-type]
+        cfg = TraceConfig(max_docs=max_docs, seed=seed, definitions="propme")
+        t = SimpleTrace(index, cfg).trace(VERSE)  # type: ignore[arg-type]
         assert [(s.start, s.end) for s in t.spans] == [(0, len(VERSE))]
         assert t.spans[0].count == 15
         return [d.metadata["metadata"]["n"] for d in t.spans[0].docs]
@@ -51,7 +52,7 @@ def test_each_document_gets_the_nvr_of_the_generation_in_its_window(index: objec
     ``get_doc_by_rank``: ``M // 2`` before, ``(M + 1) // 2`` from it), cut at the document's
     edges; the NVR of the whole generation (reference) in it (candidate)."""
     gen = "Behold, it was evening. " + VERSE  # a first sentence no verse holds
-    t = SimpleTrace(index, TraceConfig(max_docs=20)).trace(gen)  # type: ignore[arg-type]
+    t = SimpleTrace(index, TraceConfig(max_docs=20, definitions="propme")).trace(gen)  # type: ignore[arg-type]
     m = 5 * len(gen.encode())
     docs = [d for seg in t.segment_docs for d in seg]
     assert len(docs) == 15

@@ -108,29 +108,6 @@ def brute_spans(docs: list[str], gen: str) -> list[tuple[int, int]]:
     return out
 
 
-def brute_propme_spans(docs: list[str], gen: str) -> list[tuple[int, int]]:
-    """The authors' rule by scanning (``trace_generation`` and ``_keep_span`` of PropMe's
-    simple_trace.py, on characters): from each word start but the last character, the
-    longest piece of the rest of the generation that is in a document; dropped when it holds
-    one of ``! . ? \\n`` before its last character or when the character after it is not
-    whitespace; then only spans ending past every earlier kept one."""
-    starts = [m.start() for m in re.finditer(r"\w+", gen) if m.start() < len(gen) - 1]
-    out: list[tuple[int, int]] = []
-    last = -1
-    for a in starts:
-        e = a
-        while e < len(gen) and any(gen[a:e + 1] in d for d in docs):
-            e += 1
-        if e == a or any(c in "!.?\n" for c in gen[a:e][:-1]):
-            continue
-        if e < len(gen) and not gen[e].isspace():
-            continue
-        if e > last:
-            out.append((a, e))
-            last = e
-    return out
-
-
 def _chars(gen: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Byte spans of an ASCII/UTF-8 generation as character spans."""
     raw = gen.encode("utf-8")
@@ -151,8 +128,6 @@ def test_maximal_spans_equal_brute_force(gen: str, engine: str, tmp_path: Path) 
     ix = index_of(tmp_path, DOCS, engine)
     found = maximal_spans(ix, units_of(ix, gen), REC)
     assert _chars(gen, found) == brute_spans(DOCS, gen)
-    found = maximal_spans(ix, units_of(ix, gen), TraceConfig())
-    assert _chars(gen, found) == brute_propme_spans(DOCS, gen)
 
 
 def test_maximal_spans_on_random_text_equal_brute_force(tmp_path: Path) -> None:
@@ -164,8 +139,6 @@ def test_maximal_spans_on_random_text_equal_brute_force(tmp_path: Path) -> None:
         gen = " ".join(rng.choice(words) for _ in range(30))
         found = maximal_spans(ix, byte_units(gen), REC)
         assert _chars(gen, found) == brute_spans(docs, gen), gen
-        found = maximal_spans(ix, byte_units(gen), TraceConfig())
-        assert _chars(gen, found) == brute_propme_spans(docs, gen), gen
 
 
 def test_token_level_spans_and_tiers(tmp_path: Path) -> None:

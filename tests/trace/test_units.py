@@ -44,7 +44,7 @@ SENTENCE = ("And God said, Let there be light in 1611 — and the café (the fir
 FAMILIES = ["llama", "unigram", "byte-level", "wordpiece"]
 
 
-def _llama(tk: Any) -> Any:
+def _llama(tk: Any, texts: list[str] = TRAIN, vocab_size: int = 300) -> Any:
     tok = tk.Tokenizer(tk.models.BPE(byte_fallback=True, unk_token="<unk>", fuse_unk=True))
     tok.pre_tokenizer = tk.pre_tokenizers.Sequence([
         tk.pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first"),
@@ -52,8 +52,8 @@ def _llama(tk: Any) -> Any:
     tok.decoder = tk.decoders.Sequence([
         tk.decoders.Replace("▁", " "), tk.decoders.ByteFallback(), tk.decoders.Fuse(),
         tk.decoders.Strip(" ", 1, 0)])
-    tok.train_from_iterator(TRAIN, tk.trainers.BpeTrainer(
-        vocab_size=300, special_tokens=["<unk>", "<s>", "</s>"]))
+    tok.train_from_iterator(texts, tk.trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=["<unk>", "<s>", "</s>"]))
     spec = json.loads(tok.to_str())  # the byte tokens, ordinary tokens as in Llama-2's vocab
     vocab = spec["model"]["vocab"]
     for b in range(256):
@@ -61,21 +61,21 @@ def _llama(tk: Any) -> Any:
     return tk.Tokenizer.from_str(json.dumps(spec))
 
 
-def _unigram(tk: Any) -> Any:
+def _unigram(tk: Any, texts: list[str] = TRAIN, vocab_size: int = 150) -> Any:
     tok = tk.Tokenizer(tk.models.Unigram())
     tok.pre_tokenizer = tk.pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
     tok.decoder = tk.decoders.Metaspace(replacement="▁", prepend_scheme="always")
-    tok.train_from_iterator(TRAIN, tk.trainers.UnigramTrainer(
-        vocab_size=150, unk_token="<unk>", special_tokens=["<unk>"]))
+    tok.train_from_iterator(texts, tk.trainers.UnigramTrainer(
+        vocab_size=vocab_size, unk_token="<unk>", special_tokens=["<unk>"]))
     return tok
 
 
-def _byte_level(tk: Any) -> Any:
+def _byte_level(tk: Any, texts: list[str] = TRAIN, vocab_size: int = 400) -> Any:
     tok = tk.Tokenizer(tk.models.BPE())
     tok.pre_tokenizer = tk.pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = tk.decoders.ByteLevel()
-    tok.train_from_iterator(TRAIN, tk.trainers.BpeTrainer(
-        vocab_size=400, initial_alphabet=tk.pre_tokenizers.ByteLevel.alphabet()))
+    tok.train_from_iterator(texts, tk.trainers.BpeTrainer(
+        vocab_size=vocab_size, initial_alphabet=tk.pre_tokenizers.ByteLevel.alphabet()))
     return tok
 
 
@@ -175,61 +175,3 @@ def test_token_level_maximal_spans_equal_word_spans(family: tuple[Any, Any],
                    for s, e in offsets] + [len(gen.split())]
         found = maximal_spans(ix, units_of(ix, gen), TraceConfig(definitions="recitation"))
         assert [(word_of[a], word_of[b]) for a, b in found] == word_spans(docs, gen), gen
-
-
-def _their_spans(raw: Any, docs: list[str], gen: str) -> list[tuple[int, int]]:
-    """PropMe's ``trace_generation`` + ``_keep_span`` (simple_trace.py, text mode) by brute
-    force on token ids: from each token ``k < L - 1`` whose token string starts a word (``▁``
-    or byte-level ``Ġ``) and the first, the longest run ``ids[k:e]`` found contiguous in a
-    document's ids; dropped when its decoded text holds ``! . ? \\n`` before the last
-    character or when token ``e`` does not start a word; then the spans reaching further
-    right than every earlier one."""
-    enc = raw.encode(gen, add_special_tokens=False)
-    ids, toks = enc.ids, enc.tokens
-    spaced = [t[:1] in ("▁", "Ġ") for t in toks]
-    corpus = [raw.encode(d, add_special_tokens=False).ids for d in docs]
-
-    def occurs(seq: list[int]) -> bool:
-        return any(d[i:i + len(seq)] == seq for d in corpus for i in range(len(d)))
-
-    out: list[tuple[int, int]] = []
-    last = -1
-    for k in range(len(ids) - 1):
-        if k and not spaced[k]:
-            continue
-        e = k
-        while e < len(ids) and occurs(ids[k:e + 1]):
-            e += 1
-        if e == k or any(c in "!.?\n" for c in raw.decode(ids[k:e])[:-1]):
-            continue
-        if e < len(ids) and not spaced[e]:
-            continue
-        if e > last:
-            out.append((k, e))
-            last = e
-    return out
-
-
-def test_propme_spans_follow_the_authors_rule_on_tokens(family: tuple[Any, Any],
-                                                        tmp_path: Path) -> None:
-    """The default (the authors') span rule on a token-level index of every tokenizer
-    family, against a brute-force scan of the token ids: sentences with inner full stops, so
-    that spans crossing one are dropped, and words cut mid-way."""
-    raw, tok = family
-    if not any(t[:1] in ("▁", "Ġ") for t in raw.encode(" the earth").tokens):
-        pytest.skip("WordPiece marks no word start in its tokens, and its decoder does not "
-                    "give the text back: the authors' rule (a token beginning with ▁) is not "
-                    "defined there")
-    rng = random.Random(8)
-    vocab = [*WORDS, "earthen", "formless", ".", "!"]
-    docs = [" ".join(rng.choice(vocab) for _ in range(50)) for _ in range(6)]
-    build_index([SourceDoc(t, {"n": i}) for i, t in enumerate(docs)], tmp_path / "idx",
-                tokenizer=tok, tokenizer_name="test")
-    ix = open_index(tmp_path / "idx", engine="numpy", tokenizer=tok)
-    kept = 0
-    for _ in range(12):
-        gen = " ".join(rng.choice(vocab) for _ in range(20))
-        found = maximal_spans(ix, units_of(ix, gen), TraceConfig())
-        assert found == _their_spans(raw, docs, gen), gen
-        kept += len(found)
-    assert kept > 12

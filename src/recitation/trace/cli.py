@@ -239,17 +239,17 @@ def add_propme_parser(sub: Any) -> None:
                    "chat; generic/specific as chat")
     p.add_argument("--runs-dir", type=Path, default=None)
     p.add_argument("--engine", choices=["auto", "numpy", "infini-gram"], default="auto")
-    _definitions(p)
+    _definitions(p, "propme")
     p.set_defaults(func=cmd_propme)
 
 
-def _definitions(p: Any) -> None:
+def _definitions(p: Any, default: str) -> None:
     from recitation.trace.simpletrace import DEFINITIONS
 
-    p.add_argument("--definitions", choices=DEFINITIONS, default="propme",
-                   help="SimpleTrace as the PROPME authors compute it (span rule, documents "
-                   "drawn per span, NVR of the generation in each document, ALS over all "
-                   "generations), or 'recitation': ours (docs/tracing.md, differences)")
+    p.add_argument("--definitions", choices=DEFINITIONS, default=default,
+                   help=f"'recitation': ours, every verbatim copy wherever it ends; 'propme': "
+                   f"SimpleTrace exactly as the PROPME authors' code computes it "
+                   f"(docs/tracing.md, differences); default {default}")
     p.add_argument("--seed", type=int, default=0,
                    help="propme: the draw of each span's documents (theirs is unseeded)")
 
@@ -328,7 +328,7 @@ def add_trace_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true",
                    help="print the report and every generation's spans with the documents "
                    "they were found in (metadata included) as JSON, instead of the tables")
-    _definitions(p)
+    _definitions(p, "recitation")
     p.add_argument("--runs-dir", type=Path, default=None)
     _engine(p)
     p.set_defaults(func=cmd_trace)

@@ -57,9 +57,10 @@ class TraceParams(BaseModel):
     max_docs: int = Field(10, ge=1)
     min_len: int = Field(1, ge=1)
     text_mode: bool = True
-    definitions: Definitions = Field("propme", description="'propme': the authors' span "
-                                     "rule, document draw, NVR and metrics (the default); "
-                                     "'recitation': ours (docs/tracing.md, differences)")
+    definitions: Definitions = Field("recitation", description="'recitation' (the "
+                                     "default): ours, every verbatim copy wherever it ends; "
+                                     "'propme': SimpleTrace exactly as the PROPME authors' "
+                                     "code computes it (docs/tracing.md, differences)")
     seed: int = Field(0, description="propme: the draw of each span's documents")
     n_span: int = Field(60, ge=1, description="'generations with an n-unit span'")
     nv_threshold: float = Field(0.5, ge=0, le=1, description="propme: a document counts when "

@@ -26,14 +26,12 @@ from __future__ import annotations
 
 import json
 import math
-import random
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from recitation.trace.index import CorpusIndex
-from recitation.trace.nvrecall import nv_recall
-from recitation.trace.units import Units, byte_units, token_texts, token_units
+from recitation.trace.units import Units, byte_units, token_units
 
 Tier = Literal["exact_full_raw", "exact_full_normalized", "partial"]
 TIERS: tuple[Tier, ...] = ("exact_full_raw", "exact_full_normalized", "partial")
@@ -49,7 +47,7 @@ class TraceConfig:
     max_docs: int = 10  # documents retrieved per kept span
     min_len: int = 1  # shortest span kept, in units
     text_mode: bool = True  # no interior sentence end
-    definitions: Definitions = "propme"  # the authors' span rule, documents and NVR
+    definitions: Definitions = "recitation"  # ours; "propme": the authors' computation
     seed: int = 0  # propme: the draw of each span's documents
 
 
@@ -119,6 +117,8 @@ def normalize(text: str) -> str:
 def maximal_spans(index: CorpusIndex, u: Units, cfg: TraceConfig) -> list[tuple[int, int]]:
     """Step 1: ``(start, end)`` of the maximal spans, by start."""
     if cfg.definitions == "propme":
+        from recitation.trace.propme_rule import propme_spans
+
         return propme_spans(index, u, cfg)
     n = len(u)
     starts = list(u.starts)
@@ -135,43 +135,6 @@ def maximal_spans(index: CorpusIndex, u: Units, cfg: TraceConfig) -> list[tuple[
             spans.append((a, e))
             last = e
     return spans
-
-
-def propme_spans(index: CorpusIndex, u: Units, cfg: TraceConfig) -> list[tuple[int, int]]:
-    """Step 1 as the authors' ``trace_generation`` and ``_keep_span`` do it. From every start
-    but the last unit, the longest prefix of the rest of the generation found in the corpus;
-    a span is dropped (not shortened) when its text holds one of ``! . ? \\n`` before its
-    last character (text mode), or when the unit after it does not begin with whitespace.
-    Starts: the tokens that begin with whitespace (their ``▁`` test, read from each token's
-    text in context, so byte-level BPE works too) and the first; on a byte-level index, word
-    starts. Then the spans reaching further right than every span before them are kept."""
-    n = len(u)
-    spaced = _spaced(index, u)
-    if index.byte_level:
-        starts = [a for a in u.starts if a < n - 1]
-    else:
-        starts = [k for k in range(n - 1) if k == 0 or spaced[k]]
-    lengths = prefix_lengths(index, list(u.ids), starts, [n] * len(starts))
-    spans: list[tuple[int, int]] = []
-    last = -1
-    for a, length in zip(starts, lengths, strict=True):
-        e = a + length
-        if e <= a or (e < n and not spaced[e]):
-            continue
-        if cfg.text_mode and any(c in "!.?\n" for c in index.text(u.ids[a:e])[:-1]):
-            continue
-        size = (e - a) if not index.byte_level else u.words(a, e)
-        if e > last and size >= cfg.min_len:
-            spans.append((a, e))
-            last = e
-    return spans
-
-
-def _spaced(index: CorpusIndex, u: Units) -> list[bool]:
-    """Whether each unit's text begins with whitespace (a byte: is whitespace)."""
-    if index.byte_level:
-        return [b < 128 and chr(b).isspace() for b in u.ids]
-    return [bool(p) and p[0].isspace() for p in token_texts(list(u.ids), index.text)]
 
 
 def prefix_lengths(index: CorpusIndex, ids: list[int], starts: list[int],
@@ -228,7 +191,7 @@ def merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def _metadata(line: str) -> dict[str, Any]:
+def metadata_of(line: str) -> dict[str, Any]:
     try:
         value = json.loads(line) if line else {}
     except ValueError:
@@ -272,83 +235,24 @@ def retrieve(index: CorpusIndex, u: Units, text: str, a: int, b: int, max_docs: 
             tier = _tier(index, u, norm, shard, rank, a)
             prev = out.get(w.doc_ix)
             if prev is None or TIERS.index(tier) < TIERS.index(prev.tier):
-                out[w.doc_ix] = DocMatch(w.doc_ix, tier, _metadata(w.metadata))
+                out[w.doc_ix] = DocMatch(w.doc_ix, tier, metadata_of(w.metadata))
             if tier == "exact_full_raw":
                 known[w.doc_ix] = out[w.doc_ix]
     return found.count, tuple(out.values())
 
 
-def propme_retrieve(index: CorpusIndex, u: Units, text: str, a: int, b: int,
-                    cfg: TraceConfig, known: dict[int, DocMatch],
-                    norm: str) -> tuple[int, tuple[DocMatch, ...]]:
-    """Step 3 as the authors' ``_retrieve_docs_for_ranks`` does it: up to ``max_docs``
-    occurrences of the span drawn at random (theirs unseeded; ours seeded by ``cfg.seed``,
-    the generation and the span), each document once; each with its tier (as
-    :func:`retrieve`) and the NVR of the whole generation in the document's window of up to
-    ``5 L`` units centred on the occurrence (infini-gram's ``get_doc_by_rank`` with
-    ``max_disp_len = 5 L``)."""
-    found = index.engine.find(list(u.ids[a:b]))
-    flat = [(shard, lo, hi) for shard, (lo, hi) in enumerate(found.segments) if hi > lo]
-    total = sum(hi - lo for _, lo, hi in flat)
-    picks: Any = range(total)
-    if total > cfg.max_docs:
-        rng = random.Random(f"{cfg.seed}\0{text}\0{a}\0{b}")
-        picks = rng.sample(range(total), cfg.max_docs)
-    m = 5 * len(u)
-    out: dict[int, DocMatch] = {}
-    for k in picks:
-        shard, rank = _nth(flat, k)
-        w = index.engine.doc_by_rank(shard, rank, (m + 1) // 2 - m // 2, m // 2)
-        if w.doc_ix in out:
-            continue
-        tier = known[w.doc_ix].tier if w.doc_ix in known else _tier(
-            index, u, norm, shard, rank, a)
-        nv = nv_recall(text, index.text(w.token_ids))
-        out[w.doc_ix] = DocMatch(w.doc_ix, tier, _metadata(w.metadata), nv.recall, nv.matched)
-        if tier == "exact_full_raw":
-            known[w.doc_ix] = out[w.doc_ix]
-    return found.count, tuple(out.values())
-
-
-def _nth(flat: list[tuple[int, int, int]], k: int) -> tuple[int, int]:
-    """The ``k``-th occurrence of shards' rank ranges ``(shard, lo, hi)``, as (shard, rank)."""
-    for shard, lo, hi in flat:
-        if k < hi - lo:
-            return shard, lo + k
-        k -= hi - lo
-    raise IndexError(k)
-
-
-def segments_with_docs(spans: list[Span], max_docs: int
-                       ) -> list[tuple[int, int, tuple[DocMatch, ...]]]:
-    """Step 4 as the authors do it: kept spans (by start) merged while the next starts
-    before the current segment's end; each segment's documents are its spans' documents,
-    ``ceil(max_docs / spans merged)`` of each (a document found through two spans counts
-    twice, as theirs)."""
-    groups: list[list[Span]] = []
-    end = -1
-    for sp in spans:
-        if groups and sp.start < end:
-            groups[-1].append(sp)
-            end = max(end, sp.end)
-        else:
-            groups.append([sp])
-            end = sp.end
-    out = []
-    for g in groups:
-        budget = math.ceil(max_docs / len(g))
-        docs = tuple(d for sp in g for d in sp.docs[:budget])
-        out.append((min(sp.start for sp in g), max(sp.end for sp in g), docs))
-    return out
-
-
 class SimpleTrace:
-    """Traces generations against one opened index (unigram log-probabilities computed once)."""
+    """Traces generations against one opened index (unigram probabilities computed once)."""
 
     def __init__(self, index: CorpusIndex, config: TraceConfig | None = None) -> None:
         self.index = index
         self.config = config or TraceConfig()
         self.logp = unigram_logprobs(index)
+        self.probs: dict[int, float] = {}
+        if self.config.definitions == "propme":
+            from recitation.trace.propme_rule import unigram_probs
+
+            self.probs = unigram_probs(index)
 
     def trace(self, text: str) -> GenerationTrace:
         idx, cfg = self.index, self.config
@@ -359,22 +263,30 @@ class SimpleTrace:
         spans = [Span(a, b, u.words(a, b) if idx.byte_level else b - a,
                       idx.text(u.ids[a:b]), span_logprob(u.ids[a:b], self.logp))
                  for a, b in found]
+        if cfg.definitions == "propme":
+            return self._propme(text, u, spans, length, unit, len(found))
         kept = []
         known: dict[int, DocMatch] = {}
         norm = normalize(text)
-        propme = cfg.definitions == "propme"
         for s in rarest(spans, length, cfg.rarity):
-            count, docs = (propme_retrieve(idx, u, text, s.start, s.end, cfg, known, norm)
-                           if propme else
-                           retrieve(idx, u, text, s.start, s.end, cfg.max_docs, known, norm))
+            count, docs = retrieve(idx, u, text, s.start, s.end, cfg.max_docs, known, norm)
             kept.append(Span(s.start, s.end, s.length, s.text, s.logprob, count, docs))
-        if not propme:
-            segments = merge([(s.start, s.end) for s in kept])
-            return GenerationTrace(text, length, unit, tuple(kept), tuple(segments),
-                                   len(found))
-        segs = segments_with_docs(kept, cfg.max_docs)
+        segments = merge([(s.start, s.end) for s in kept])
+        return GenerationTrace(text, length, unit, tuple(kept), tuple(segments), len(found))
+
+    def _propme(self, text: str, u: Units, spans: list[Span], length: int, unit: str,
+                candidates: int) -> GenerationTrace:
+        """Steps 2-4 as the authors compute them (:mod:`recitation.trace.propme_rule`)."""
+        from recitation.trace import propme_rule as pr
+
+        idx, cfg = self.index, self.config
+        kept = []
+        for s in pr.rarest(spans, u.ids, self.probs, length, cfg.rarity):
+            count, docs = pr.retrieve(idx, u, text, s.start, s.end, cfg)
+            kept.append(Span(s.start, s.end, s.length, s.text, s.logprob, count, docs))
+        segs = pr.segments_with_docs(kept, cfg.max_docs)
         return GenerationTrace(
-            text, length, unit, tuple(kept), tuple((a, b) for a, b, _ in segs), len(found),
+            text, length, unit, tuple(kept), tuple((a, b) for a, b, _ in segs), candidates,
             segment_docs=tuple(d for _, _, d in segs),
             segment_lengths=tuple(u.words(a, b) if idx.byte_level else b - a
                                   for a, b, _ in segs))

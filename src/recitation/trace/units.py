@@ -14,18 +14,32 @@ a token that ends in a non-word character.
 - ``boundary[p]``: a span may end at ``p`` (``p`` is the end, or the units on either side are
   not both inside one word, and ``p`` does not split a character); a span never ends on
   whitespace (``space``);
-- ``next_end[p]``: one past the first unit at or after ``p`` holding one of ``. ! ? \\n``
-  (``len`` when none): in text mode a span from ``p`` stops there.
+- ``next_end[p]``: one past the first unit at or after ``p`` holding a sentence end (``len``
+  when none): in text mode a span from ``p`` stops there. A sentence end is one of ``. ! ?``
+  or a paragraph break (a line break followed by a blank line); a single line break is
+  whitespace, so a copy of hard-wrapped text is one span across its line breaks.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-SENTENCE_ENDS = frozenset(".!?\n")
+SENTENCE_ENDS = frozenset(".!?")
+_PARAGRAPH = re.compile(r"\n(?=[ \t\r]*\n)")
+"""Sentence-ending characters; a paragraph break ends a sentence too (:func:`sentence_ends`)."""
+
+
+def sentence_ends(text: str) -> list[bool]:
+    """Per character: it ends a sentence (one of :data:`SENTENCE_ENDS`, or a line break whose
+    next line is blank: only spaces, tabs or carriage returns before the next line break)."""
+    out = [c in SENTENCE_ENDS for c in text]
+    for m in _PARAGRAPH.finditer(text):
+        out[m.start()] = True
+    return out
 
 
 def is_word_char(c: str) -> bool:
@@ -85,7 +99,7 @@ def byte_units(text: str) -> Units:
     return _units(list(raw), spread(word), spread(word), spread(word & ~prev),
                   spread(np.ones(len(text), dtype=bool)),
                   spread(np.array([c.isspace() for c in text], dtype=bool)),
-                  spread(np.array([c in SENTENCE_ENDS for c in text], dtype=bool)))
+                  spread(np.array(sentence_ends(text), dtype=bool)))
 
 
 def token_texts(ids: list[int], decode: Callable[[list[int]], str]) -> list[str]:
@@ -114,7 +128,8 @@ def token_texts(ids: list[int], decode: Callable[[list[int]], str]) -> list[str]
 def token_units(ids: list[int], decode: Callable[[list[int]], str]) -> Units:
     """Token ids with each token's text (:func:`token_texts`) deciding word starts and
     boundaries."""
-    pieces = [p or "\0" for p in token_texts(ids, decode)]
+    texts = token_texts(ids, decode)
+    pieces = [p or "\0" for p in texts]
     first = np.array([is_word_char(p[0]) for p in pieces], dtype=bool)
     last = np.array([is_word_char(p[-1]) for p in pieces], dtype=bool)
     lead = np.zeros(len(ids), dtype=bool)
@@ -125,4 +140,16 @@ def token_units(ids: list[int], decode: Callable[[list[int]], str]) -> Units:
             lead[k] = True
     return _units(list(ids), first, last, lead, np.ones(len(ids), dtype=bool),
                   np.array([p.strip() == "" for p in pieces], dtype=bool),
-                  np.array([any(c in SENTENCE_ENDS for c in p) for p in pieces], dtype=bool))
+                  _piece_ends(texts))
+
+
+def _piece_ends(texts: list[str]) -> np.ndarray:
+    """Per token: its text holds a sentence end (:func:`sentence_ends` over the whole text, so
+    a paragraph break split over two tokens is seen)."""
+    flags = sentence_ends("".join(texts))
+    out = np.zeros(len(texts), dtype=bool)
+    at = 0
+    for k, p in enumerate(texts):
+        out[k] = any(flags[at:at + len(p)])
+        at += len(p)
+    return out
