@@ -31,6 +31,7 @@ from recitation.trace import prompt_sets, propme
 from recitation.trace import propme_protocol as protocol
 from recitation.trace.index import CorpusIndex, EngineName, open_index
 from recitation.trace.job import _restored, aggregate_of, generation_nv_of, trace_record
+from recitation.trace.locate import Locator
 from recitation.trace.simpletrace import Definitions, SimpleTrace, TraceConfig
 from recitation.trace.sources import iter_jsonl_docs
 
@@ -99,6 +100,7 @@ class PropmeJob(Job):
         super().__init__(params, seed)
         self._index: CorpusIndex | None = None
         self._tracer: SimpleTrace | None = None
+        self._locator: Locator | None = None
         self._prompts: dict[str, list[str]] = {}
         self._examples: list[str] = []
         self._helper: Model | None = None
@@ -195,6 +197,7 @@ class PropmeJob(Job):
             p = self.params
             self._tracer = SimpleTrace(self.index(), TraceConfig(
                 p.rarity, p.max_docs, definitions=p.definitions, seed=p.seed))
+            self._locator = Locator(self._tracer.index)
         return self._tracer
 
     async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
@@ -237,7 +240,7 @@ class PropmeJob(Job):
         return {**item.payload, "prompt": prompt, "generation": generation, "text": generation,
                 "sent_as": how, "stripped": protocol.strips(definitions),
                 "raw_generation": reply,
-                **trace_record(t, generation_nv_of(st, t)),
+                **trace_record(t, generation_nv_of(st, t), self._locator),
                 "prompt_overlap": {"longest": pt.longest,
                                    # whole in a document: asked of the index directly, not
                                    # of the documents drawn per span
