@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from recitation.cli import main
+from recitation.corpus.doc_place import place
 from recitation.corpus.text import split_chapters
-from recitation.trace.locate import place
+from recitation.report.trace_sources import doc_label
 from recitation.trace.sources import chapter_slices, iter_corpus, iter_kjv_docs
-from recitation.trace.sources_view import doc_label
 
 ROMAN = ("I", "II", "III", "IV", "V", "VI")
 

@@ -39,7 +39,7 @@ def collect(folder: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
 def copies(run_dir: Path, redact: bool) -> list[dict[str, Any]]:
     """The run's :data:`COPIES` longest spans: generation, length, text ("" if ``redact``)
     and where its documents are (their labels)."""
-    from recitation.trace.sources_view import run_sources
+    from recitation.report.trace_sources import run_sources
 
     spans = [(g["id"], s) for g in run_sources(run_dir) for s in g["spans"]]
     spans.sort(key=lambda x: -x[1]["length"])

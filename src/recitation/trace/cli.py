@@ -147,7 +147,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
         return _trace_json(run_dir)
     console.print(f"run directory: {run_dir}")
     code = execute_and_print(run_dir)
-    from recitation.trace.sources_view import run_sources, sources_table
+    from recitation.report.trace_sources import run_sources, sources_table
 
     console.print(sources_table(run_sources(run_dir)))
     return code
@@ -158,9 +158,9 @@ def _trace_json(run_dir: Path) -> int:
     they were found in (and their metadata), as one JSON object on stdout."""
     import asyncio
 
+    from recitation.report.trace_sources import run_sources
     from recitation.runs.console import EXIT
     from recitation.runs.runner import execute, stored_report
-    from recitation.trace.sources_view import run_sources
 
     outcome = asyncio.run(execute(run_dir))
     print(json.dumps({"run": str(run_dir), "status": outcome.status,
@@ -235,8 +235,9 @@ def add_propme_parser(sub: Any) -> None:
                    "index's documents)")
     p.add_argument("--max-new-tokens", type=int, default=256)
     p.add_argument("--mode", choices=["auto", "chat", "completion"], default="auto",
-                   help="auto: prefixes as completions where the target offers them, else "
-                   "chat; generic/specific as chat")
+                   help="auto: under --definitions propme every set as a plain completion "
+                   "where the backend offers one (else chat, with a warning); under "
+                   "recitation prefixes as completions, generic/specific as chat")
     p.add_argument("--runs-dir", type=Path, default=None)
     p.add_argument("--engine", choices=["auto", "numpy", "infini-gram"], default="auto")
     _definitions(p, "propme")
@@ -296,8 +297,9 @@ def add_index_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true")
     from recitation.trace.simpletrace import DEFINITIONS
 
-    p.add_argument("--definitions", choices=DEFINITIONS, default="propme",
-                   help="SimpleTrace's definitions the queries are traced with (see trace)")
+    p.add_argument("--definitions", choices=DEFINITIONS, default="recitation",
+                   help="SimpleTrace's definitions the queries are traced with (see trace; "
+                   "default recitation)")
     _engine(p)
     p.set_defaults(func=cmd_index_validate)
 

@@ -22,9 +22,9 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from recitation.corpus.doc_place import int_or_none, is_jsonl
 from recitation.trace.index import CorpusIndex
 
-JSONL_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz")
 CACHED_DOCS = 8  # documents' texts kept between spans (a novel is one document without
 # --chapters: its spans ask for it again and again)
 
@@ -37,23 +37,6 @@ class _Doc(Protocol):
 
     @property
     def metadata(self) -> dict[str, Any]: ...
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def is_jsonl(metadata: dict[str, Any]) -> bool:
-    """The document is a record of a JSONL file (its own line of the file)."""
-    return str(metadata.get("path") or "").endswith(JSONL_SUFFIXES) \
-        and _int(metadata.get("linenum")) is not None
-
-
-def section_of(metadata: dict[str, Any]) -> str | None:
-    """The chapter or section title a plain-text folder indexed with ``--chapters`` stored."""
-    inner = metadata.get("metadata")
-    title = inner.get("section") if isinstance(inner, dict) else None
-    return title if isinstance(title, str) and title else None
 
 
 class Locator:
@@ -86,7 +69,7 @@ class Locator:
         if is_jsonl(metadata):
             line = int(metadata["linenum"]) + 1
             return line, line
-        start = _int(metadata.get("line"))
+        start = int_or_none(metadata.get("line"))
         needle = span_text.strip()
         if start is None or not needle:
             return None
@@ -101,27 +84,3 @@ class Locator:
                    docs: Sequence[_Doc]) -> list[tuple[int, int] | None]:
         """:meth:`lines` of each of a span's documents, in order."""
         return [self.lines(d.doc_ix, d.metadata, span_text) for d in docs]
-
-
-def place(metadata: dict[str, Any], lines: Sequence[int] | None = None) -> str:
-    """Where a document is, from its metadata line: the file and the span's ``lines`` there
-    (else where the document starts, or its number in its file), and its section title;
-    "" when the index records no file."""
-    path = metadata.get("path")
-    if not path:
-        return ""
-    section = section_of(metadata)
-    linenum, start = _int(metadata.get("linenum")), _int(metadata.get("line"))
-    if lines:
-        a, b = int(lines[0]), int(lines[-1])
-        where = f"{path} line {a}" if a == b else f"{path} lines {a}-{b}"
-    elif start is not None:
-        where = f"{path} from line {start}"
-    elif is_jsonl(metadata):
-        where = f"{path} line {(linenum or 0) + 1}"
-    elif linenum is None or (section is None and isinstance(metadata.get("metadata"), dict)
-                             and "file" in metadata["metadata"]):
-        where = str(path)  # a whole plain-text file
-    else:
-        where = f"{path} {'section' if section is not None else 'document'} {linenum + 1}"
-    return f"{where} ({section})" if section else where

@@ -36,15 +36,13 @@ from __future__ import annotations
 
 import math
 import random
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from recitation.errors import CorpusError
 from recitation.trace.index import CorpusIndex
 from recitation.trace.nvrecall import nv_recall
+from recitation.trace.trace_types import DocMatch, Span, Tier, TraceConfig, metadata_of
 from recitation.trace.units import Units, token_texts
-
-if TYPE_CHECKING:
-    from recitation.trace.simpletrace import DocMatch, Span, Tier, TraceConfig
 
 SENTENCE_END_CHARS = "!.?\n"
 
@@ -146,8 +144,6 @@ def rarest(spans: list[Span], ids: tuple[int, ...], probs: dict[int, float],
 def retrieve(index: CorpusIndex, u: Units, text: str, a: int, b: int,
              cfg: TraceConfig) -> tuple[int, tuple[DocMatch, ...]]:
     """Step 3 for the span ``[a, b)``: its corpus count and documents."""
-    from recitation.trace.simpletrace import DocMatch, metadata_of
-
     found = index.engine.find(list(u.ids[a:b]))
     flat = [(shard, lo, hi) for shard, (lo, hi) in enumerate(found.segments) if hi > lo]
     total = sum(hi - lo for _, lo, hi in flat)

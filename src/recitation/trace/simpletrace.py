@@ -24,83 +24,28 @@ Lengths are in **units**: tokens for a token-level index, words for a byte-level
 
 from __future__ import annotations
 
-import json
 import math
 import unicodedata
-from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
 
+from recitation.trace import propme_rule
 from recitation.trace.index import CorpusIndex
+from recitation.trace.trace_types import (
+    DEFINITIONS,
+    TIERS,
+    Definitions,
+    DocMatch,
+    GenerationTrace,
+    Span,
+    Tier,
+    TraceConfig,
+    metadata_of,
+)
 from recitation.trace.units import Units, byte_units, token_units
 
-Tier = Literal["exact_full_raw", "exact_full_normalized", "partial"]
-TIERS: tuple[Tier, ...] = ("exact_full_raw", "exact_full_normalized", "partial")
-
-
-Definitions = Literal["propme", "recitation"]
-DEFINITIONS: tuple[str, ...] = get_args(Definitions)
-
-
-@dataclass(frozen=True)
-class TraceConfig:
-    rarity: float = 0.05  # K = max(ceil(rarity * L), 1)
-    max_docs: int = 10  # documents retrieved per kept span
-    min_len: int = 1  # shortest span kept, in units
-    text_mode: bool = True  # no interior sentence end
-    definitions: Definitions = "recitation"  # ours; "propme": the authors' computation
-    seed: int = 0  # propme: the draw of each span's documents
-
-
-@dataclass(frozen=True)
-class DocMatch:
-    doc_ix: int
-    tier: Tier
-    metadata: dict[str, Any]
-    nv: float | None = None  # propme: NVR of the generation in this document's window
-    nv_matched: int = 0
-
-
-@dataclass(frozen=True)
-class Span:
-    start: int  # index units (bytes or tokens) into the generation
-    end: int
-    length: int  # units: tokens, or words for a byte-level index
-    text: str
-    logprob: float  # joint unigram log-probability
-    count: int = 0
-    docs: tuple[DocMatch, ...] = ()
-
-
-@dataclass(frozen=True)
-class GenerationTrace:
-    text: str
-    units: int  # L
-    unit: str  # "tokens" or "words"
-    spans: tuple[Span, ...]  # kept spans, by start
-    segments: tuple[tuple[int, int], ...]  # merged kept spans (index units)
-    candidates: int = 0  # maximal spans before the rarity filter
-    extra: dict[str, Any] = field(default_factory=dict)
-    # propme: each merged segment's documents (its spans' documents under the group's
-    # budget, ceil(max_docs / spans merged) each) and its length in units
-    segment_docs: tuple[tuple[DocMatch, ...], ...] = ()
-    segment_lengths: tuple[int, ...] = ()
-
-    @property
-    def longest(self) -> int:
-        return max((s.length for s in self.spans), default=0)
-
-    def docs(self) -> dict[int, DocMatch]:
-        """Each retrieved document once, with its best tier."""
-        best: dict[int, DocMatch] = {}
-        for s in self.spans:
-            for d in s.docs:
-                if d.doc_ix not in best or TIERS.index(d.tier) < TIERS.index(
-                        best[d.doc_ix].tier):
-                    best[d.doc_ix] = d
-        return best
-
-    def has_tier(self, *tiers: Tier) -> bool:
-        return any(d.tier in tiers for d in self.docs().values())
+__all__ = ["DEFINITIONS", "TIERS", "Definitions", "DocMatch", "GenerationTrace", "SimpleTrace",
+           "Span", "Tier", "TraceConfig", "maximal_spans", "merge", "metadata_of", "normalize",
+           "prefix_lengths", "rarest", "retrieve", "span_logprob", "unigram_logprobs",
+           "units_of"]
 
 
 def units_of(index: CorpusIndex, text: str) -> Units:
@@ -117,9 +62,7 @@ def normalize(text: str) -> str:
 def maximal_spans(index: CorpusIndex, u: Units, cfg: TraceConfig) -> list[tuple[int, int]]:
     """Step 1: ``(start, end)`` of the maximal spans, by start."""
     if cfg.definitions == "propme":
-        from recitation.trace.propme_rule import propme_spans
-
-        return propme_spans(index, u, cfg)
+        return propme_rule.propme_spans(index, u, cfg)
     n = len(u)
     starts = list(u.starts)
     ends = [u.next_end[a] if cfg.text_mode else n for a in starts]
@@ -191,14 +134,6 @@ def merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def metadata_of(line: str) -> dict[str, Any]:
-    try:
-        value = json.loads(line) if line else {}
-    except ValueError:
-        return {"raw": line}
-    return value if isinstance(value, dict) else {"raw": value}
-
-
 def _tier(index: CorpusIndex, u: Units, norm: str, shard: int, rank: int, a: int) -> Tier:
     """The tier of the document holding the span's occurrence at ``rank``: the generation
     aligned on the span (its start ``a`` units before the occurrence) is compared raw, then
@@ -250,9 +185,7 @@ class SimpleTrace:
         self.logp = unigram_logprobs(index)
         self.probs: dict[int, float] = {}
         if self.config.definitions == "propme":
-            from recitation.trace.propme_rule import unigram_probs
-
-            self.probs = unigram_probs(index)
+            self.probs = propme_rule.unigram_probs(index)
 
     def trace(self, text: str) -> GenerationTrace:
         idx, cfg = self.index, self.config
@@ -277,8 +210,7 @@ class SimpleTrace:
     def _propme(self, text: str, u: Units, spans: list[Span], length: int, unit: str,
                 candidates: int) -> GenerationTrace:
         """Steps 2-4 as the authors compute them (:mod:`recitation.trace.propme_rule`)."""
-        from recitation.trace import propme_rule as pr
-
+        pr = propme_rule
         idx, cfg = self.index, self.config
         kept = []
         for s in pr.rarest(spans, u.ids, self.probs, length, cfg.rarity):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from recitation.trace.locate import place, section_of
+from recitation.corpus.doc_place import place, section_of
 
 LABEL_KEYS = ("id", "doc_id", "title", "source", "url", "ref")
 """Metadata keys tried in order for a document's name: the document's own (``metadata``,
