@@ -224,3 +224,8 @@ def test_report_shows_where_the_copies_are(corpus: Path, tmp_path: Path,
     assert "Where the longest copies are" in page and where in page
     md = "\n".join(markdown({"m": {"groups": {}, "copies": copies(run, redact=True)}}))
     assert where in md and "(redacted)" in md and shown[0]["text"] not in md
+    from recitation.runs.runner import stored_report
+
+    report = {**(stored_report(run) or {}), "copies": shown}  # the definitions it used
+    assert "m (definitions: recitation)" in html({"m": report})
+    assert "### m (definitions: recitation)" in "\n".join(markdown({"m": report}))

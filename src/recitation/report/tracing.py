@@ -70,12 +70,19 @@ def _head(report: TraceReport) -> list[str]:
             "full match", "NV recall (mean / max)", "corpus documents"]
 
 
+def _title(spec: str, report: TraceReport) -> str:
+    """The model and the definitions its spans were traced under."""
+    used = sorted({r.definitions for r in report.groups.values()})
+    return f"{spec} (definitions: {', '.join(used) or 'none'})"
+
+
 def markdown(data: dict[str, Any]) -> list[str]:
     lines = [NOTE, ""]
     for spec, raw in data.items():
         report = TraceReport.model_validate(raw)
         head = _head(report)
-        lines += [f"### {spec}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += [f"### {_title(spec, report)}", "", "| " + " | ".join(head) + " |",
+                  "|" + "---|" * len(head)]
         lines += ["| " + " | ".join(_row(g, r)) + " |" for g, r in report.groups.items()]
         lines += [""]
         if rows := [_copy_row(c) for c in raw.get("copies") or []]:
@@ -93,7 +100,7 @@ def html(data: dict[str, Any]) -> str:
         cells = "".join(f"<th>{escape(h)}</th>" for h in _head(report))
         rows = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in _row(g, r)) + "</tr>"
                        for g, r in report.groups.items())
-        parts.append(f"<h3>Tracing into the corpus: {escape(spec)}</h3>"
+        parts.append(f"<h3>Tracing into the corpus: {escape(_title(spec, report))}</h3>"
                      f'<table class="tracing"><tr>{cells}</tr>{rows}</table>')
         parts.append(_copies_html(raw.get("copies") or []))
     return "".join(parts)

@@ -200,8 +200,8 @@ class TraceJob(Job):
                 for g, m in groups.items()]
         above = "NVR > threshold" if self.params.definitions == "propme" else \
             "NVR >= threshold"
-        return Table("SimpleTrace", ["group", "generations", "ALS", "FMR", "NVR", above,
-                                     "unique docs"], rows)
+        return Table(f"SimpleTrace (definitions: {self.params.definitions})",
+                     ["group", "generations", "ALS", "FMR", "NVR", above, "unique docs"], rows)
 
 
 def _calls(p: Mapping[str, Any]) -> Calls:

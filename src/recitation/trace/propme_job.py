@@ -300,8 +300,9 @@ class PropmeJob(Job):
         notes = [f"{s} prompts written by a helper model (ours; the authors draw sentences of "
                  f"an outside sample with no full match in the index: --{s}-sentences FILE)"
                  for s, src in rep.get("prompt_sources", {}).items() if src == "helper"]
-        return Table("PROPME", ["set", "generations", "ALS", "FMR", "NVR", "prompt NVR",
-                                "propensity FMR", "propensity NVR"], rows,
+        return Table(f"PROPME (definitions: {self.params.definitions})",
+                     ["set", "generations", "ALS", "FMR", "NVR", "prompt NVR",
+                      "propensity FMR", "propensity NVR"], rows,
                      [*rep.get("warnings", []), *notes])
 
 
