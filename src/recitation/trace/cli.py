@@ -181,7 +181,8 @@ def cmd_propme(args: argparse.Namespace) -> int:
         "prefix_tokens": args.prefix_tokens, "prefix_min_tokens": args.prefix_min_tokens,
         "allow_copied_prompts": args.allow_copied_prompts,
         "max_new_tokens": args.max_new_tokens, "mode": args.mode,
-        "definitions": args.definitions, "seed": args.seed}
+        "definitions": args.definitions, "seed": args.seed, "sampling": args.sampling,
+        "samples": args.samples}
     if args.domain:
         params["domain"] = args.domain
     if args.generic_from_helper:
@@ -238,6 +239,13 @@ def add_propme_parser(sub: Any) -> None:
                    help="auto: under --definitions propme every set as a plain completion "
                    "where the backend offers one (else chat, with a warning); under "
                    "recitation prefixes as completions, generic/specific as chat")
+    p.add_argument("--sampling", choices=["greedy", "authors"], default="greedy",
+                   help="greedy: one reply per prompt at temperature 0 (the paper's, the "
+                   "default); authors: the released script's, 10 samples per prompt at "
+                   "temperature 0.7, top_p 0.95, seed 42 + sample, prompts cut to their last "
+                   "256 tokens, sets over 1,000 prompts subsampled to 1,000")
+    p.add_argument("--samples", type=int, default=None, metavar="N",
+                   help="samples per prompt under --sampling authors (default 10)")
     p.add_argument("--runs-dir", type=Path, default=None)
     p.add_argument("--engine", choices=["auto", "numpy", "infini-gram"], default="auto")
     _definitions(p, "propme")

@@ -4,10 +4,12 @@
 Items are ``generic-k``, ``specific-k`` (the helper writes each set in one call, at
 temperature 0, recorded in the run store so a resume replays it) and ``prefix-k`` (cut from
 the index's documents when the run is created). Each record holds the prompt, the target's
-generation (temperature 0), the generation's trace (longest span, full match, near-verbatim
-recall, documents), how the prompt was sent and whether the reply was stripped before it was
-traced (:mod:`recitation.trace.propme_protocol`: under ``definitions="propme"`` every set as
-a plain completion and the reply stripped, as the authors do) and the prompt's own overlap
+generation (temperature 0; under ``sampling="authors"`` items are ``<item>-s<j>``, one per
+sample, :mod:`recitation.trace.propme_sampling`), the generation's trace (longest span,
+full match, near-verbatim recall, documents), how the prompt was sent and whether the reply
+was stripped before it was traced (:mod:`recitation.trace.propme_protocol`: under
+``definitions="propme"`` every set as a plain completion and the reply stripped, as the
+authors do) and the prompt's own overlap
 with the corpus. The report (``propme_report``)
 has SimpleTrace's metrics per set, the prompts' overlap per set with the paper's check
 (generic and specific below prefix), and the propensity of FMR and NVR.
@@ -19,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from recitation.errors import ConfigError
 from recitation.methods import Access, Calls, MethodInfo, describe_missing, require_access
@@ -27,7 +29,7 @@ from recitation.models.base import GenerationRequest, Model
 from recitation.models.config import ModelConfig
 from recitation.records import TraceReport
 from recitation.runs.jobs import Job, Table, WorkItem
-from recitation.trace import prompt_sets, propme
+from recitation.trace import prompt_sets, propme, propme_sampling
 from recitation.trace import propme_protocol as protocol
 from recitation.trace.index import CorpusIndex, EngineName, open_index
 from recitation.trace.job import _restored, aggregate_of, generation_nv_of, trace_record
@@ -84,6 +86,19 @@ class PropmeParams(BaseModel):
     seed: int = Field(0, description="propme: the draw of each span's documents")
     nv_threshold: float = Field(0.5, ge=0, le=1)
     n_span: int = Field(60, ge=1)
+    sampling: propme_sampling.Sampling = Field(
+        "greedy", description="greedy: one reply per prompt at temperature 0 (the paper's); "
+        "authors: the released script's, 10 samples per prompt at temperature 0.7, top_p "
+        "0.95, seed 42 + sample, prompts cut to their last 256 tokens, sets over 1,000 "
+        "prompts subsampled to 1,000 (propme_sampling)")
+    samples: int | None = Field(None, ge=1, description="samples per prompt under "
+                                "sampling 'authors' (default 10)")
+
+    @model_validator(mode="after")
+    def _samples_need_sampling(self) -> PropmeParams:
+        if self.sampling == "greedy" and self.samples not in (None, 1):
+            raise ValueError("samples needs sampling 'authors' (greedy gives one reply)")
+        return self
 
 
 REFUSED = ("refused: the helper's prompt is copied whole from a corpus document, so it "
@@ -132,7 +147,7 @@ class PropmeJob(Job):
                                                  p.prefix_min_tokens, self.seed, texts))
             for k, pr in enumerate(prompts):
                 out.append(WorkItem(f"prefix-{k}", {"set": "prefix", "k": k, **pr}))
-        return out
+        return propme_sampling.expanded(out, p.sampling, p.samples)
 
     def _sentences(self, kind: str) -> str | None:
         p = self.params
@@ -217,10 +232,13 @@ class PropmeJob(Job):
         todo = [(it, pr) for it, pr in zip(items, prompts, strict=True)
                 if pr is not None and it.id not in refused]
         how = [self._sent_as(it.payload["set"], model) for it, _ in todo]
-        gens = await model.generate([
-            protocol.propme_request(it.payload["set"], pr, h, self.params.max_new_tokens)
-            for (it, pr), h in zip(todo, how, strict=True)])
-        done = {it.id: (pr, g.text, h) for (it, pr), g, h in zip(todo, gens, how, strict=True)}
+        cuts = propme_sampling.cut_prompts([pr for _, pr in todo], model, self.params.sampling)
+        gens = await model.generate([propme_sampling.sampled(
+            protocol.propme_request(it.payload["set"], c.sent, h, self.params.max_new_tokens),
+            it.payload.get("sample")) for (it, _), c, h in zip(todo, cuts, how, strict=True)])
+        seeded = model.capabilities.seeded_sampling
+        done = {it.id: (pr, g.text, h, propme_sampling.record_fields(it.payload, c, seeded))
+                for (it, pr), g, h, c in zip(todo, gens, how, cuts, strict=True)}
         return [self._record(it, *done[it.id]) if it.id in done else
                 {**it.payload, "refused": True, "error": REFUSED} if it.id in refused else
                 {**it.payload, "error": f"the helper wrote fewer than {it.payload['k'] + 1} "
@@ -231,15 +249,15 @@ class PropmeJob(Job):
         either tokenization, as the sentence sets' full matches)."""
         return bool(prompt.strip()) and prompt_sets.occurs_whole(self.index(), prompt)
 
-    def _record(self, item: WorkItem, prompt: str, reply: str, how: protocol.SentAs
-                ) -> dict[str, Any]:
+    def _record(self, item: WorkItem, prompt: str, reply: str, how: protocol.SentAs,
+                extra: dict[str, Any]) -> dict[str, Any]:
         st, definitions = self.tracer(), self.params.definitions
         generation = protocol.traced_text(reply, definitions)
         t = st.trace(generation)
         pt = st.trace(prompt)
         return {**item.payload, "prompt": prompt, "generation": generation, "text": generation,
                 "sent_as": how, "stripped": protocol.strips(definitions),
-                "raw_generation": reply,
+                "raw_generation": reply, **extra,
                 **trace_record(t, generation_nv_of(st, t), self._locator),
                 "prompt_overlap": {"longest": pt.longest,
                                    # whole in a document: asked of the index directly, not
@@ -267,7 +285,8 @@ class PropmeJob(Job):
                     warnings.append(f"{s} prompts overlap the corpus as much as the prefix "
                                     "prompts (NVR): they do not measure propensity")
         for s in propme.NON_ADVERSARIAL:
-            n_refused = sum(1 for _, r in records if r.get("refused") and r["set"] == s)
+            n_refused = sum(1 for _, r in records if r.get("refused") and r["set"] == s
+                            and not r.get("sample"))
             if n_refused:
                 warnings.append(f"{n_refused} {s} prompt(s) refused: copied whole from a "
                                 "corpus document by the helper (they would act as prefix "
@@ -278,9 +297,11 @@ class PropmeJob(Job):
                                 "corpus, and those prompts act as prefix attacks")
         sent = protocol.protocol(r for _, r in records)
         warnings += protocol.protocol_notes(sent, p.definitions, p.mode)
+        warnings += propme_sampling.notes((r for _, r in records), p.sampling, p.samples)
         return {"groups": groups, "prompt_overlap": overlap,
                 "propensity": propme.report(groups), "warnings": warnings,
-                "prompt_sources": _sources(records), "protocol": sent}
+                "prompt_sources": _sources(records), "protocol": sent,
+                "sampling": propme_sampling.describe(p.sampling, p.samples)}
 
     def summarize(self, records: list[tuple[str, dict[str, Any]]]) -> Table:
         return self.summary(records, self.finalize(records))
@@ -300,7 +321,8 @@ class PropmeJob(Job):
         notes = [f"{s} prompts written by a helper model (ours; the authors draw sentences of "
                  f"an outside sample with no full match in the index: --{s}-sentences FILE)"
                  for s, src in rep.get("prompt_sources", {}).items() if src == "helper"]
-        return Table(f"PROPME (definitions: {self.params.definitions})",
+        return Table(f"PROPME (definitions: {self.params.definitions}, sampling: "
+                     f"{self.params.sampling})",
                      ["set", "generations", "ALS", "FMR", "NVR", "prompt NVR",
                       "propensity FMR", "propensity NVR"], rows,
                      [*rep.get("warnings", []), *notes])
@@ -311,7 +333,7 @@ def _sources(records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     the kept prompts per overlap group and the sample's full matches (excluded)."""
     out: dict[str, Any] = {}
     for s in propme.NON_ADVERSARIAL:
-        rs = [r for _, r in records if r.get("set") == s]
+        rs = [r for _, r in records if r.get("set") == s and not r.get("sample")]
         if not rs:
             continue
         if rs[0].get("source") != "sentences":
@@ -338,7 +360,7 @@ def _info(kind: SetName, access: set[Access], summary: str) -> MethodInfo:
         job="propme", family="propme", unit="sample",
         options=("index", "n", "prefix_tokens", "prefix_min_tokens", "prefix_words",
                  "generic_sentences", "specific_sentences", "domain", "helper",
-                 "max_new_tokens", "mode"),
+                 "max_new_tokens", "mode", "sampling", "samples"),
         select=f"propme --sets {kind}", summary=summary)
 
 

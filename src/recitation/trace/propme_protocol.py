@@ -72,10 +72,11 @@ def traced_text(reply: str, definitions: str) -> str:
 
 def protocol(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, int]]:
     """Per set, how many prompts went as completions and as chat, and how many replies were
-    stripped (records stored before these fields existed are not counted)."""
+    stripped (records stored before these fields existed are not counted; a sampled
+    prompt counts once, by its first sample)."""
     out: dict[str, dict[str, int]] = {}
     for r in records:
-        if "sent_as" not in r:
+        if "sent_as" not in r or r.get("sample"):
             continue
         c = out.setdefault(r["set"], {"completion": 0, "chat": 0, "stripped": 0})
         c[r["sent_as"]] += 1
