@@ -35,12 +35,16 @@ class ChatOnly(ScriptedModel):
     capabilities = Capabilities(completion=False)
 
 
-@pytest.fixture(scope="module")
-def kjv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    work = tmp_path_factory.mktemp("protocol")
+def kjv_index(work: Path) -> tuple[Path, Path]:
+    """An index of :data:`CHAPTERS` and a file of :data:`SPECIFIC` sentences in ``work``."""
     build_index(CHAPTERS, work / "idx")
     (work / "specific.txt").write_text("\n".join(SPECIFIC) + "\n", encoding="utf-8")
     return work / "idx", work / "specific.txt"
+
+
+@pytest.fixture(scope="module")
+def kjv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return kjv_index(tmp_path_factory.mktemp("protocol"))
 
 
 def run(kjv: tuple[Path, Path], target: Model, **params: Any

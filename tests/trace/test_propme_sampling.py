@@ -14,27 +14,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_propme_protocol import CHAPTERS, kjv_index
 
 from recitation.errors import ConfigError
 from recitation.models.base import Capabilities, GenerationRequest, Model
 from recitation.models.scripted import ScriptedModel
 from recitation.models.tokenizer import Tokenizer
 from recitation.runs.jobs import WorkItem, make_job
-from recitation.trace.build import build_index
 from recitation.trace.propme_sampling import cut_prompts, expanded
-from recitation.trace.sources import iter_kjv_docs
-
-CHAPTERS = [d for _, d in zip(range(30), iter_kjv_docs(), strict=False)]
-SPECIFIC = ["The committee will publish its findings on the new bridge next spring.",
-            "Our tram line reopened after the flood repairs were finished last week."]
 
 
 @pytest.fixture(scope="module")
 def kjv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    work = tmp_path_factory.mktemp("sampling")
-    build_index(CHAPTERS, work / "idx")
-    (work / "specific.txt").write_text("\n".join(SPECIFIC) + "\n", encoding="utf-8")
-    return work / "idx", work / "specific.txt"
+    return kjv_index(tmp_path_factory.mktemp("sampling"))
 
 
 def run(kjv: tuple[Path, Path], target: Model, **params: Any

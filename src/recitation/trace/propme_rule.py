@@ -125,9 +125,9 @@ def propme_spans(index: CorpusIndex, u: Units, cfg: TraceConfig) -> list[tuple[i
     return spans
 
 
-def unigram_probs(index: CorpusIndex) -> dict[int, float]:
-    """Each token's ``count / corpus tokens`` (their ``unigram_probs``)."""
-    counts = index.unigram_counts()
+def unigram_probs(counts: dict[int, int]) -> dict[int, float]:
+    """Each token's ``count / corpus tokens`` (their ``unigram_probs``), from the index's
+    unigram counts."""
     total = sum(counts.values())
     return {t: c / total for t, c in counts.items() if c > 0}
 

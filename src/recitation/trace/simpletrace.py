@@ -110,8 +110,8 @@ def span_logprob(ids: tuple[int, ...], logp: dict[int, float]) -> float:
     return sum(logp.get(t, -1e4) for t in ids)
 
 
-def unigram_logprobs(index: CorpusIndex) -> dict[int, float]:
-    counts = index.unigram_counts()
+def unigram_logprobs(counts: dict[int, int]) -> dict[int, float]:
+    """Each token's ``log(count / corpus tokens)`` from the index's unigram counts."""
     total = sum(counts.values())
     return {t: math.log(c) - math.log(total) for t, c in counts.items() if c > 0}
 
@@ -182,10 +182,11 @@ class SimpleTrace:
     def __init__(self, index: CorpusIndex, config: TraceConfig | None = None) -> None:
         self.index = index
         self.config = config or TraceConfig()
-        self.logp = unigram_logprobs(index)
+        counts = index.unigram_counts()  # read once: both definitions' rarity from them
+        self.logp = unigram_logprobs(counts)
         self.probs: dict[int, float] = {}
         if self.config.definitions == "propme":
-            self.probs = propme_rule.unigram_probs(index)
+            self.probs = propme_rule.unigram_probs(counts)
 
     def trace(self, text: str) -> GenerationTrace:
         idx, cfg = self.index, self.config
