@@ -91,9 +91,8 @@ def test_shift_guard_reports_permutation_p_values() -> None:
     words = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
     texts = [" ".join(rng.choice(words, 12)) for _ in range(20)]
     out = shift_guard(texts[:10], texts[10:], permutations=50)
-    assert set(out["feature_p"]) == {"length_words", "date_tokens", "vocabulary_bow_cv"}
-    # every feature is checked (a missing scikit-learn is an error, not a skipped check) and
-    # its p-value is a permutation p: (hits + 1) / (permutations + 1)
+    assert set(out["feature_p"]) == {"length_words", "date_tokens"}  # words: detect/blind.py
+    # every feature is checked and its p-value is a permutation p: (hits + 1) / (permutations + 1)
     for name, p in out["feature_p"].items():
         n_perm = 50
         assert p is not None and 0 < p <= 1, name
@@ -102,9 +101,11 @@ def test_shift_guard_reports_permutation_p_values() -> None:
     assert not out["warnings"]  # same distribution: nothing significant
 
 
-def test_shift_guard_without_scikit_learn_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_blind_baseline_without_scikit_learn_is_an_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib
 
+    from recitation.detect.blind import blind_baseline
     from recitation.errors import MissingDependencyError
 
     real = importlib.import_module
@@ -116,7 +117,7 @@ def test_shift_guard_without_scikit_learn_is_an_error(monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(importlib, "import_module", no_sklearn)
     with pytest.raises(MissingDependencyError, match=r"recitation\[detect\]"):
-        shift_guard(["a b c"] * 4, ["d e f g"] * 4)
+        blind_baseline(["a b c"] * 4, ["d e f g"] * 4)
 
 
 def test_the_shift_guard_is_computed_once_per_set_of_texts() -> None:

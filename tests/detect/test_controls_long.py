@@ -50,16 +50,22 @@ def test_length_distributions_match(members: list[str], controls: list[str]) -> 
     assert abs(sum(m) / 20 - sum(c) / 20) < 15  # mean words: 325 vs 323
 
 
-def test_shift_guard_does_not_separate_members_from_controls(
+def test_shift_guard_does_not_separate_members_from_controls_the_blind_baseline_does(
         members: list[str], controls: list[str], require: Any) -> None:
     require.module("sklearn", "pip install 'recitation[detect]'")
+    from recitation.detect.blind import blind_baseline
     from recitation.detect.calibrate import shift_guard
 
     out = shift_guard(members, controls, seed=0, permutations=50)
     auc = out["feature_auc"]
     assert 0.35 < auc["length_words"] < 0.65
-    assert auc["vocabulary_bow_cv"] is not None and auc["vocabulary_bow_cv"] < 0.75
     assert not out["warnings"]
+    # ... but the blind baseline's 1-2-grams do (function-word pairs: 'on the', 'and to',
+    # 'by the'): stated in controls_long.py, so audits with these controls do not count
+    # the detectors until the texts are rewritten
+    blind = blind_baseline(members, controls, seed=0)
+    assert blind is not None and blind["separates"] and 0.75 < blind["auc"] < 0.9, blind
+    assert {w["ngram"] for w in blind["words"]} >= {"on the", "and to", "by the"}
 
 
 def _tokens(text: str) -> list[str]:

@@ -15,6 +15,7 @@ from recitation import methods
 from recitation.errors import StoreError
 from recitation.report.collect import collect
 from recitation.runs.audits import MANIFEST, load_manifest
+from recitation.verdict.decide import RULES_VERSION
 from recitation.verdict.pins import V1_PINS, pins_now, pins_of
 
 
@@ -62,7 +63,7 @@ def test_the_manifest_pins_what_the_verdict_rests_on(audit: Path) -> None:
     assert pins == pins_now() and "whitebox" in pins.primary
     primary, _, score, verdict = _verdict(audit)
     assert primary == ["min_k_20"] and score == "min_k_20"  # white-box ranks first
-    assert verdict["rules_version"] == 2 and verdict["rule"] in (
+    assert verdict["rules_version"] == RULES_VERSION and verdict["rule"] in (
         "reproduction", "detectors", "nothing_found")
 
 

@@ -88,7 +88,7 @@ def test_break_controls_rule_off_by_one() -> None:
 def test_every_no_verdict_says_why() -> None:
     cases = [
         Inputs(controls=0, prefix=(_c(4, 1), _c(0, 0))),  # no controls, no reference model
-        Inputs(controls=12, prefix=(_c(4, 4), _c(12, 0)), shift_warnings=["length AUC 0.12"]),
+        Inputs(controls=12, detectors=[_det("loss", 10, 9)], shift_warnings=["length AUC 0.12"]),
         Inputs(controls=12, detectors=[Detector(name="loss", n=4, flagged=0,
                                                 reachable=False)]),
         Inputs(controls=12),

@@ -132,12 +132,14 @@ def test_an_unreachable_detector_makes_no_test_whatever_it_flagged() -> None:
 
 
 def test_every_no_verdict_why_word_for_word() -> None:
-    f = decide(Inputs(controls=12, prefix=(_c(4, 4), _c(12, 0)),
-                      shift_warnings=["length AUC 0.12", "vocabulary AUC 0.2"]))
+    f = decide(Inputs(controls=12, detectors=[
+        Detector(name="loss", n=4, flagged=4, reachable=True, fpr_bound=0.01)],
+                      shift_warnings=["length AUC 0.12", "date AUC 0.2"]))
     assert f.why_none == (
-        "the controls differ from the text on simple features (length AUC 0.12; vocabulary "
-        "AUC 0.2): a test would measure that difference; give controls of the same kind "
-        "(era, genre, length)")
+        "the controls differ from the text on simple features (length AUC 0.12; date "
+        "AUC 0.2); a detector would measure that difference, not memorization: detectors "
+        "not counted (reproduction still counts); give controls of the same kind (era, "
+        "genre, edition, length)")
     assert decide(Inputs(controls=12)).why_none == (
         "no method ran for this model (see the methods not run)")
     for reason, said in [("", "none given"), ("the text is its own control", "the text is its "

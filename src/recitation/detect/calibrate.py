@@ -21,10 +21,10 @@ Scores are first *oriented* so that higher always means "more likely a member"
   intervals, and the ROC curve points.
 * **Shift guard** — the blind-baseline pitfall of membership inference (Das et al., 2024;
   Duan et al., 2024): if members and controls differ on simple features, any detector can
-  "succeed" without seeing the model. We report the AUC of length alone, of date-like tokens
-  alone and of a cross-validated bag-of-words classifier with permutation p-values, warn
-  when one is far from 0.5 and significant, and put the length-only AUC next to every
-  detector's.
+  "succeed" without seeing the model. We report the AUC of length alone and of date-like
+  tokens alone with permutation p-values, warn when one is far from 0.5 and significant, and
+  put the length-only AUC next to every detector's. The words are the blind baseline's
+  (:mod:`recitation.detect.blind`: a bag-of-words classifier, out of fold, with its interval).
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ from typing import Any, Literal
 import numpy as np
 
 from recitation.corpus.tokenize import words
-from recitation.errors import require
 from recitation.metrics import stats as _stats
 
 log = logging.getLogger(__name__)
@@ -227,30 +226,6 @@ def date_rate(text: str) -> float:
     return len(_DATE.findall(text)) / max(1, len(words(text)))
 
 
-def _bow_auc_fn(texts: Sequence[str], seed: int) -> Callable[[list[int]], float | None]:
-    """labels -> cross-validated AUC of a bag-of-words logistic regression (a blind
-    baseline); the binary word matrix is built once (it does not depend on the labels)."""
-    purpose = "the vocabulary check of the distribution-shift guard"
-    CountVectorizer = require("sklearn.feature_extraction.text", purpose).CountVectorizer
-    LogisticRegression = require("sklearn.linear_model", purpose).LogisticRegression
-    StratifiedKFold = require("sklearn.model_selection", purpose).StratifiedKFold
-    x = CountVectorizer(lowercase=True, binary=True).fit_transform(list(texts))
-
-    def auc(labels: list[int]) -> float | None:
-        y = np.asarray(labels)
-        folds = min(5, int(y.sum()), int(len(y) - y.sum()))
-        if folds < 2:
-            return None
-        prob = np.zeros(len(y))
-        cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-        for train, test in cv.split(x, y):
-            clf = LogisticRegression(max_iter=1000, solver="liblinear").fit(x[train], y[train])
-            prob[test] = clf.predict_proba(x[test])[:, 1]
-        return _stats.roc_auc(labels, prob.tolist())
-
-    return auc
-
-
 def _permutation_p(auc: float, stat: Callable[[list[int]], float | None], y: Sequence[int],
                    n: int, seed: int) -> float:
     """Two-sided permutation p-value of ``|auc - 0.5|`` under shuffled labels."""
@@ -270,7 +245,7 @@ def shift_guard(members: Sequence[str], controls: Sequence[str], *, seed: int = 
     shifts that are both strong (AUC >= 0.75 or <= 0.25) and significant (p < 0.05).
 
     With 20 + 20 samples, feature AUCs of 0.7-0.8 arise by chance; the p-value (labels
-    shuffled ``permutations`` times, at most 100 for the bag-of-words model) tells them apart.
+    shuffled ``permutations`` times) tells them apart.
     A property of the texts alone: computed once per process for the same texts and seed
     (an audit's detect runs of several models share their texts)."""
     out = copy.deepcopy(_shift_guard(tuple(members), tuple(controls), seed, permutations))
@@ -289,7 +264,6 @@ def _shift_guard(members: tuple[str, ...], controls: tuple[str, ...], seed: int,
     stats: dict[str, tuple[Callable[[list[int]], float | None], int]] = {
         "length_words": (lambda lab: _stats.roc_auc(lab, lengths), permutations),
         "date_tokens": (lambda lab: _stats.roc_auc(lab, dates), permutations),
-        "vocabulary_bow_cv": (_bow_auc_fn(texts, seed), min(permutations, 100)),
     }
     feats: dict[str, float | None] = {}
     pvals: dict[str, float | None] = {}

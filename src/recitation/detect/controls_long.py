@@ -34,6 +34,13 @@ members' God, earth, life, righteousness, even, known); the vocabulary was revis
 guard stopped separating them. Long texts make a vocabulary classifier stronger than on the
 short sets, so re-run the guard whenever either set changes.
 
+**The blind baseline separates them** (:mod:`recitation.detect.blind`, word 1- and 2-grams,
+2026-11-28): AUC 0.82 [0.65, 0.94] at seed 0 (0.82-0.86 over seeds 0-3), on function-word
+pairs ('on the', 'and to', 'by the', 'and the', 'and they', 'not the'). The controls imitate
+the verses' vocabulary but not their phrasing, so an audit of the famous passages against
+them does not count the detectors (reproduction still counts) until the texts are rewritten
+to match the members' function-word pairs.
+
 The texts are package data (``recitation/data/controls/kjv_devotional_long.txt``, a passage
 per paragraph). Released under the project's license. Unseen only for models trained before
 they were published; for later models, write new ones.

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from recitation.corpus.tokenize import estimate_tokens
+from recitation.detect.blind import blind_baseline
 from recitation.detect.calibrate import (
     CalibrationMethod,
     calibrate,
@@ -29,6 +30,7 @@ from recitation.detect.calibrate import (
 from recitation.errors import ConfigError
 from recitation.records import DetectRecord, oriented_scores
 from recitation.runs.jobs import Table
+from recitation.verdict.types import Blind
 
 if TYPE_CHECKING:
     from recitation.detect.pearl import RequestPool
@@ -108,7 +110,10 @@ def build_report(records: list[dict[str, Any]], params: DetectParams,
                               "detectors": {}}
     if member_texts and len(control_texts) >= 2:
         report["shift"] = shift_guard(member_texts, control_texts, seed=seed)
+        report["blind"] = blind_baseline(member_texts, control_texts, seed=seed)
     report["warnings"] = list(report.get("shift", {}).get("warnings", []))
+    if (blind := report.get("blind")) and blind["separates"]:
+        report["warnings"].append(Blind.model_validate(blind).describe())
     for name, d in sorted(oriented_scores(typed).items()):
         report["detectors"][name] = _detector_report(name, d, texts, params, seed)
     report["errors"] = {r.sample_id: r.errors for r in typed if r.errors}
@@ -192,6 +197,9 @@ def report_table(report: dict[str, Any]) -> Table:
             f"{k} {v:.2f}" + (f" (p = {fp[k]:.3f})" if fp.get(k) is not None else "")
             for k, v in fa.items() if v is not None))
         head += [f"WARNING: {w}" for w in shift["warnings"]]
+    if blind := report.get("blind"):
+        line = Blind.model_validate(blind).describe()
+        head.append(f"WARNING: {line}" if blind["separates"] else line)
     inverted = [n for n, r in report["detectors"].items()
                 if (r.get("labelled", {}).get("auc_ci") or [None, None])[1] is not None
                 and r["labelled"]["auc_ci"][1] < 0.5]

@@ -98,4 +98,5 @@ def detection(report: dict[str, Any], records: Sequence[DetectRecord],
             "target_fpr": report.get("target_fpr"), "n_text": report.get("n_members"),
             "n_controls": report.get("n_controls"),
             "shift_warnings": list(shift.get("warnings") or []),
+            "blind": report.get("blind"),
             "warnings": list(report.get("warnings") or [])}

@@ -34,6 +34,7 @@ SECTIONS: dict[str, str] = {
     "catalogue": "recitation.report.catalogue:SECTION",
     "tracing": "recitation.report.tracing:SECTION",
     "dataset_inference": "recitation.report.inference:SECTION",
+    "blind_baseline": "recitation.report.blind:SECTION",
 }
 """name -> ``module:attr`` of its :class:`Section`, in the order the reports show them
 (after the verdict and each model's details)."""

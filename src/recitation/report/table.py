@@ -14,7 +14,8 @@ MISSING = "n/a"
 VERDICT_COLUMNS = ["model", "verdict", "evidence (error rate)", "text reproduced",
                    "controls reproduced",
                    "40-token passages", "longest span (text / controls)",
-                   "ROUGE-L (text / controls)", "flagged (primary detectors)"]
+                   "ROUGE-L (text / controls)", "flagged (primary detectors)",
+                   "blind baseline AUC (text vs controls, no model)"]
 
 
 def short_spec(spec: str) -> str:
@@ -71,7 +72,15 @@ def verdict_row(m: dict[str, Any]) -> list[str]:
             of(c.get("reproduced"), c.get("n")), fmt(t.get("passages")),
             pair(t.get("longest_span"), c.get("longest_span")),
             pair(t.get("rouge_l_weighted"), c.get("rouge_l_weighted")),
-            flagged(m.get("detection") or {})]
+            flagged(m.get("detection") or {}), blind((m.get("detection") or {}).get("blind"))]
+
+
+def blind(b: dict[str, Any] | None) -> str:
+    """The blind baseline's AUC with its interval, and whether it separates the sets."""
+    if not b:
+        return MISSING
+    return f"{fmt(b['auc'])} {ci(b['auc_ci'])}" + (" (separates: detectors not counted)"
+                                                   if b["separates"] else "")
 
 
 def verdict_table(models: list[dict[str, Any]]) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from recitation.verdict import Counts, Detector, Inputs, Null, NullSpan
+from recitation.verdict import Blind, Counts, Detector, Inputs, Null, NullSpan
 
 
 def _counts(g: dict[str, Any] | None) -> Counts:
@@ -64,4 +64,5 @@ def verdict_inputs(model: dict[str, Any], manifest: dict[str, Any]) -> Inputs:
         null_model=settings.get("null_model"), detectors=_detectors(det),
         detector_p={p: det["detectors"][p].get("p_value") for p in det.get("primary", [])},
         shift_warnings=list(det.get("shift_warnings") or []),
+        blind=Blind.model_validate(det["blind"]) if det.get("blind") else None,
         text_passages=int(text.get("passages") or 0), incomplete=_incomplete(model))

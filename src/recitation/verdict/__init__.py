@@ -9,7 +9,7 @@ is pinned in its manifest (:mod:`recitation.verdict.pins`).
 """
 
 from recitation.verdict.decide import ALPHA, RULES, RULES_VERSION, decide
-from recitation.verdict.types import Counts, Detector, Finding, Inputs, Null, NullSpan
+from recitation.verdict.types import Blind, Counts, Detector, Finding, Inputs, Null, NullSpan
 
-__all__ = ["ALPHA", "RULES", "RULES_VERSION", "Counts", "Detector", "Finding", "Inputs",
+__all__ = ["ALPHA", "RULES", "RULES_VERSION", "Blind", "Counts", "Detector", "Finding", "Inputs",
            "Null", "NullSpan", "decide"]

@@ -11,8 +11,13 @@ The rules (:data:`RULES`, version :data:`RULES_VERSION`), each stating its error
   pinned in the manifest whose controls reach the target FPR, the text passages flagged
   against the threshold's FPR bound (one-sided binomial test). A significant extraction
   test: *memorized* (high); else a significant detector: *signs of training* (medium); else
-  *no evidence found* (low). Controls that differ from the text on simple features (length,
-  vocabulary) give no verdict: the tests would measure the difference.
+  *no evidence found* (low).
+* **controls that differ from the text** — on simple features (length, dates: the shift
+  guard) or in words a classifier without the model sees (the blind baseline,
+  :mod:`recitation.detect.blind`, its AUC interval above its threshold): a detector would
+  measure that difference, so the detectors are not counted and the verdict says why, naming
+  the telling words; reproduction against the controls still counts (it does not rest on
+  the controls being alike in words). No extraction test: no verdict.
 * **without controls** — verbatim reproduction judged against the reference model's null
   (:mod:`recitation.metrics.null`: family-wise error at most ``alpha`` over the passages);
   no reference model: no verdict.
@@ -28,18 +33,23 @@ from recitation.metrics.stats import binom_greater, fisher_greater
 from recitation.verdict.types import Counts, Finding, Inputs, Level, Null
 
 ALPHA = 0.05
-RULES_VERSION = 2
+RULES_VERSION = 3
 """1: the rules before the verdict module (a verbatim span of 40 tokens; reproduction
-beyond any control's counted whatever its p-value; detectors corrected apart)."""
+beyond any control's counted whatever its p-value; detectors corrected apart). 2: controls
+that differed on simple features gave no verdict at all, reproduction included; no blind
+baseline."""
 
 RULES = {
     "no_method": "no method ran: nothing to judge",
-    "shifted_controls": "controls differ from the text on simple features: no verdict",
+    "shifted_controls": "controls differ from the text (simple features or the blind "
+                        "baseline) and no extraction test was made: no verdict",
     "no_test": "no test could be made with these runs and controls",
     "reproduction": "verbatim reproduction above the controls' (Fisher exact, Bonferroni)",
     "detectors": "primary detectors flag the text above their FPR bound (binomial, "
                  "Bonferroni)",
     "nothing_found": "no test significant at the family-wise level",
+    "shifted_nothing": "no extraction test significant at the family-wise level; detectors "
+                       "not counted: the controls differ from the text",
     "null_no_model": "no controls and no reference model: nothing to judge reproduction by",
     "null_reproduction": "verbatim spans improbable under the reference model (null, "
                          "Bonferroni over the passages)",
@@ -111,38 +121,43 @@ def tarone(floors: list[float], alpha: float) -> int:
     return max(1, len(floors))
 
 
-def _with_controls(i: Inputs, reasons: list[str]) -> Finding:
+def set_aside(i: Inputs) -> list[str]:
+    """Why the detectors are not counted (empty: they are): the controls differ from the
+    text on simple features or in words (the blind baseline)."""
+    out = []
     if i.shift_warnings:
-        why = ("the controls differ from the text on simple features (" +
-               "; ".join(i.shift_warnings) + "): a test would measure that difference; give "
-               "controls of the same kind (era, genre, length)")
-        return _finding("shifted_controls", "no verdict", "none", why_none=why,
-                        reasons=reasons + [why])
-    tests = _tests(i)
+        out.append("the controls differ from the text on simple features (" +
+                   "; ".join(i.shift_warnings) + ")")
+    if i.blind is not None and i.blind.separates:
+        out.append(i.blind.describe())
+    if out:
+        out.append("a detector would measure that difference, not memorization: detectors "
+                   "not counted (reproduction still counts); give controls of the same kind "
+                   "(era, genre, edition, length)")
+    return out
+
+
+def _with_controls(i: Inputs, reasons: list[str]) -> Finding:
+    aside = set_aside(i)
+    tests = [t for t in _tests(i) if not (aside and t[0] == "detector")]
     if not tests:
-        why = ("no test could be made: no extraction run with text and controls, and no "
-               "primary detector reached its target FPR with these controls (more controls "
-               "or a higher --target-fpr)")
-        return _finding("no_test", "no verdict", "none", why_none=why, reasons=reasons + [why])
+        why = "; ".join(aside) if aside else (
+            "no test could be made: no extraction run with text and controls, and no "
+            "primary detector reached its target FPR with these controls (more controls "
+            "or a higher --target-fpr)")
+        return _finding("shifted_controls" if aside else "no_test", "no verdict", "none",
+                        why_none=why, reasons=reasons + [why])
     m = tarone([t[3] for t in tests], ALPHA)
     cut = ALPHA / m
     hits = [t for t in tests if t[2] <= cut]
-    idle = [name for _, name, _, floor in tests if floor > cut]
     numbers: dict[str, float | int | None] = {"alpha": ALPHA, "tests": m, "threshold": cut}
     numbers |= {f"p {name}": p for _, name, p, _ in tests}
-    reasons = reasons + _detector_reasons(i) + [
-        f"{m} test(s), each at {fmt(cut)} (Bonferroni: family-wise error at most "
-        f"{ALPHA:g}): " + ", ".join(f"{name} p {fmt(p)}" for _, name, p, _ in tests)]
-    if idle:
-        reasons.append(f"not counted (Tarone 1990): {', '.join(idle)}, too few passages to "
-                       f"reach p {fmt(cut)} whatever the outcome")
-    if any(c.reproduced for c in _controls(i)):
-        reasons.append(CONTROLS_REPRODUCED)
     rate = f"family-wise error at most {ALPHA:g} (Bonferroni over {m} test(s))"
     p_ex = min((t[2] for t in tests if t[0] == "extraction"), default=None)
     sig = [t[1] for t in hits if t[0] == "detector"]
-    common = {"reasons": reasons, "error_rate": rate, "numbers": numbers,
-              "p_extraction": p_ex, "significant": sig}
+    common = {"reasons": reasons + _test_reasons(i, tests, m, cut, aside),
+              "error_rate": rate, "numbers": numbers, "p_extraction": p_ex,
+              "significant": sig}
     if any(t[0] == "extraction" for t in hits):
         return _finding("reproduction", "memorized: reproduces the text verbatim", "high",
                         evidence="reproduction against controls", **common)
@@ -150,8 +165,27 @@ def _with_controls(i: Inputs, reasons: list[str]) -> Finding:
         return _finding("detectors", "signs of training on the text (detectors), no "
                         "verbatim reproduction", "medium",
                         evidence="detectors against controls", **common)
+    if aside:
+        return _finding("shifted_nothing", "no verbatim reproduction found (detectors not "
+                        "counted: the controls differ from the text)", "low",
+                        evidence="reproduction against controls", **common)
     return _finding("nothing_found", "no evidence of memorization found", "low",
                     evidence="reproduction and detectors against controls", **common)
+
+
+def _test_reasons(i: Inputs, tests: list[Test], m: int, cut: float,
+                  aside: list[str]) -> list[str]:
+    out = _detector_reasons(i) + aside + [
+        f"{m} test(s), each at {fmt(cut)} (Bonferroni: family-wise error at most "
+        f"{ALPHA:g}): " + ", ".join(f"{name} p {fmt(p)}" for _, name, p, _ in tests)]
+    if not aside and i.blind is not None:
+        out.append(i.blind.describe())
+    if idle := [name for _, name, _, floor in tests if floor > cut]:
+        out.append(f"not counted (Tarone 1990): {', '.join(idle)}, too few passages to "
+                   f"reach p {fmt(cut)} whatever the outcome")
+    if any(c.reproduced for c in _controls(i)):
+        out.append(CONTROLS_REPRODUCED)
+    return out
 
 
 def _controls(i: Inputs) -> list[Counts]:
@@ -224,4 +258,4 @@ def decide(i: Inputs) -> Finding:
     return _incomplete(f, i) if i.incomplete else f
 
 
-__all__ = ["ALPHA", "RULES", "RULES_VERSION", "decide", "fmt"]
+__all__ = ["ALPHA", "RULES", "RULES_VERSION", "decide", "fmt", "set_aside"]

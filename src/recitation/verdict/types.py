@@ -56,6 +56,51 @@ class Detector(Strict):
     auc: float | None = None
 
 
+class Word(Strict):
+    """One n-gram that tells text from controls (detect/blind.py)."""
+
+    ngram: str
+    points_to: Literal["text", "controls"]
+    coef: float
+    in_text: int = Field(ge=0)
+    in_controls: int = Field(ge=0)
+
+
+class Blind(Strict):
+    """The blind baseline (detect/blind.py): a bag-of-words classifier that never queries
+    the model, fitted out of fold to tell the text from the controls."""
+
+    auc: float
+    auc_ci: tuple[float | None, float | None]
+    threshold: float
+    separates: bool
+    n_text: int = Field(ge=0)
+    n_controls: int = Field(ge=0)
+    folds: int = Field(ge=0)
+    features: int = Field(ge=0)
+    method: str
+    words: list[Word] = Field(default_factory=list)
+
+    def describe(self) -> str:
+        """One line: the AUC, its interval and, when it separates, the telling words."""
+        lo, hi = self.auc_ci
+        line = (f"blind baseline ({self.method}, no model): AUC {self.auc:.2f} "
+                f"[{_num(lo)}, {_num(hi)}] over {self.n_text} text and {self.n_controls} "
+                "control passages")
+        if not self.separates:
+            return line + (f" (interval not above {self.threshold:g}: the words alone do "
+                           "not tell them apart)")
+        words = ", ".join(f"'{w.ngram}' ({w.points_to}; in {w.in_text}/{self.n_text} text, "
+                          f"{w.in_controls}/{self.n_controls} control passages)"
+                          for w in self.words)
+        return line + (f": above {self.threshold:g}, the controls differ from the text in "
+                       f"words a classifier without the model sees: {words}")
+
+
+def _num(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
 class Inputs(Strict):
     """What one model's verdict rests on (built from an audit's records by the report)."""
 
@@ -68,6 +113,7 @@ class Inputs(Strict):
     detectors: list[Detector] = Field(default_factory=list)  # the pinned primary scores
     detector_p: dict[str, float | None] = Field(default_factory=dict)
     shift_warnings: list[str] = Field(default_factory=list)
+    blind: Blind | None = None  # the blind baseline, text against controls
     text_passages: int = Field(0, ge=0)  # text passages the audit meant to probe
     incomplete: list[str] = Field(default_factory=list)  # runs that did not complete
 
