@@ -161,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     # These modules import their heavy dependencies lazily, so registering is cheap.
     from recitation.audit.cli import add_audit_parser
     from recitation.bench.cli import add_bench_parser
+    from recitation.check_cli import add_check_parser
     from recitation.detect.cli import add_detect_parser
     from recitation.evaluate.cli import add_evaluate_parser
     from recitation.extract.cli import add_extract_parser
@@ -175,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     for add in (add_serve_parser, add_evaluate_parser, add_extract_parser, add_detect_parser,
                 add_methods_parser, add_organism_parser, add_bench_parser, add_index_parser,
                 add_trace_parser, add_propme_parser, add_audit_parser, add_report_parsers,
-                add_probe_parser, add_task_parser, add_signals_parser):
+                add_probe_parser, add_task_parser, add_signals_parser, add_check_parser):
         add(sub)
     return parser
 

@@ -10,6 +10,7 @@ import signal
 import sys
 import threading
 
+from recitation.models.base import Model
 from recitation.serve.server import LOOPBACK, start_server
 
 log = logging.getLogger("recitation.serve")
@@ -46,6 +47,13 @@ def add_serve_parser(subparsers: argparse._SubParsersAction) -> None:  # type: i
     p.add_argument(
         "--threads", type=int, default=None, help="CPU threads for the local model (default: all)"
     )
+    from recitation.serve.logprob_faults import FAULTS
+
+    p.add_argument("--logprob-fault", choices=FAULTS, default=None,
+                   help="a test aid: answer wrong prompt log-probabilities as a broken "
+                   "engine does (shift: one position late; offset: -3 nats; scale: halved; "
+                   "batch: depending on the other texts scored), for testing `recitation "
+                   "check` and the check before a run (docs/detection.md); never for use")
     p.set_defaults(func=serve_command)
 
 
@@ -66,15 +74,22 @@ def serve_command(args: argparse.Namespace) -> int:
                        device=cfg.get("device", "auto"))
     if args.host not in LOOPBACK:
         log.warning("serving on %s: the server checks no API key", args.host)
+    served: Model = model
+    if fault := getattr(args, "logprob_fault", None):
+        from recitation.serve.logprob_faults import LogprobFaultModel
+
+        served = LogprobFaultModel(model, fault)
+        log.warning("--logprob-fault %s: this server answers WRONG log-probabilities", fault)
     try:
-        handle = start_server(model, args.host, args.port, record_requests=False)
+        handle = start_server(served, args.host, args.port, record_requests=False)
     except OSError as e:
         print(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr)
         return 2
     _stop_on_signals()
     try:
         model.load()  # before announcing the URL, so the first request is not slow
-        print(f"Serving {model.name} at {handle.url}")
+        print(f"Serving {model.name} at {handle.url}"
+              + (f" with WRONG log-probabilities (--logprob-fault {fault})" if fault else ""))
         print(f"  openai:    OpenAI(base_url='{handle.url}', api_key='unused')")
         print(f"  anthropic: Anthropic(base_url='{handle.root_url}', api_key='unused')")
         print("Press Ctrl-C to stop.", flush=True)
