@@ -63,12 +63,30 @@ class ScriptedModel(Model):
         return out
 
     async def score(self, texts: list[str]) -> list[TokenScores]:
-        """Deterministic pseudo log-probabilities: longer words are less likely."""
+        """Deterministic pseudo log-probabilities, one per word after the first: longer
+        words are less likely, and a word that ends a run of :data:`INDUCTION` words seen
+        before in the text is predicted (-0.01), as a causal model copies a repeated
+        passage. They depend on the words before only (prefix-consistent, batch-free), so
+        the log-probability integrity check passes (recitation.models.integrity)."""
         out = []
         for t in texts:
             self.scored.append(t)
             words = t.split()
-            lps = tuple(-math.log(1 + len(w)) for w in words[1:])
-            out.append(TokenScores(tokens=tuple(words), logprobs=lps,
+            out.append(TokenScores(tokens=tuple(words), logprobs=pseudo_logprobs(words),
                                    usage=Usage(len(words), 0)))
         return out
+
+
+INDUCTION = 12
+
+
+def pseudo_logprobs(words: list[str]) -> tuple[float, ...]:
+    """:meth:`ScriptedModel.score`'s log-probabilities of ``words[1:]``."""
+    seen: set[tuple[str, ...]] = set()
+    out = []
+    for i in range(1, len(words)):
+        run = tuple(words[i + 1 - INDUCTION:i + 1]) if i + 1 >= INDUCTION else None
+        out.append(-0.01 if run in seen else -math.log(1 + len(words[i])))
+        if run is not None:
+            seen.add(run)
+    return tuple(out)
