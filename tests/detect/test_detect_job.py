@@ -15,6 +15,7 @@ from recitation.detect.results import estimate_calls
 from recitation.detect.samples import load_samples
 from recitation.errors import ConfigError, CorpusError
 from recitation.models.base import GenerationRequest
+from recitation.models.integrity import PROMPTS, SCORED_TEXTS
 from recitation.models.managed import ManagedModel
 from recitation.models.scripted import ScriptedModel
 from recitation.runs.config import parse_config
@@ -47,10 +48,13 @@ def params(tmp_path: Path) -> dict[str, object]:
 
 
 class _Counting(ScriptedModel):
+    """Counts the job's calls, not those of the log-probability integrity check made first
+    (recitation.models.integrity: 7 score calls, one generate call; tested there)."""
+
     def __init__(self) -> None:
         super().__init__()
-        self.generate_calls = 0
-        self.score_calls = 0
+        self.generate_calls = -1
+        self.score_calls = -7
 
     async def generate(self, requests: list[GenerationRequest]):  # type: ignore[no-untyped-def]
         self.generate_calls += 1
@@ -59,6 +63,9 @@ class _Counting(ScriptedModel):
     async def score(self, texts: list[str]):  # type: ignore[no-untyped-def]
         self.score_calls += 1
         return await super().score(texts)
+
+    def job_calls(self) -> tuple[list[GenerationRequest], list[str]]:
+        return self.requests[len(PROMPTS):], self.scored[SCORED_TEXTS:]
 
 
 def test_one_schema_for_every_detector_and_batched_calls(params: dict[str, object]) -> None:
@@ -71,8 +78,9 @@ def test_one_schema_for_every_detector_and_batched_calls(params: dict[str, objec
     assert model.generate_calls == 1 and model.score_calls == 1  # batched across samples
     cfg = parse_config({"job": "detect", "model": {"backend": "scripted"}, "params": params})
     est = estimate_calls(job, cfg)  # type: ignore[arg-type]
-    assert est["generate_calls"] == len(model.requests)
-    assert est["score_calls"] == len(model.scored) == 8
+    requests, scored = model.job_calls()
+    assert est["generate_calls"] == len(requests)
+    assert est["score_calls"] == len(scored) == 8
     for rec in records:
         names = {s["detector"] for s in rec["scores"]}
         assert {"loss", "zlib", "lowercase", "min_k_10", "min_k_20", "min_k_30"} <= names

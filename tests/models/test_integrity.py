@@ -20,7 +20,7 @@ import pytest
 from recitation.cli import main
 from recitation.models import integrity_invariants as inv
 from recitation.models.base import Generation, TokenScores
-from recitation.models.integrity import REPEATED, check_logprobs, is_check_text
+from recitation.models.integrity import PROMPTS, REPEATED, SCORED_TEXTS, check_logprobs
 from recitation.models.local import LocalModel
 from recitation.models.scripted import ScriptedModel
 from recitation.serve import ServerHandle, start_server
@@ -86,9 +86,8 @@ def test_the_scripted_model_passes_and_its_faults_are_caught() -> None:
     model = ScriptedModel()
     report = asyncio.run(check_logprobs(model))
     assert report.passed, report.failed
-    assert report.score_calls == 7 and report.texts_scored == 11 == len(model.scored)
-    assert all(is_check_text(t) for t in model.scored)
-    assert all(is_check_text(r.text) for r in model.requests)
+    assert report.score_calls == 7 and report.texts_scored == SCORED_TEXTS == len(model.scored)
+    assert [r.text for r in model.requests] == list(PROMPTS) and report.generations == 2
     for fault, caught in {"offset": "repeat_predictable", "batch": "batch_invariant"}.items():
         failed = asyncio.run(check_logprobs(LogprobFaultModel(ScriptedModel(), fault))).failed
         assert caught in failed, (fault, failed)

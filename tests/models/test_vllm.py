@@ -7,6 +7,8 @@ so a protocol mismatch written into both sides fails here."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -202,6 +204,34 @@ def test_an_audit_of_the_organism_scores_as_the_local_backend_does(
     assert not remote_only
     assert any(d.startswith("min_k_pp") for d in local_only)  # the whole distribution
     assert all(d.startswith(("min_k_pp", "gap_k")) for d in local_only), local_only
+
+
+def test_the_logprob_integrity_check_passes_on_vllm(
+        servers: dict[str, VLLMServer], capsys: pytest.CaptureFixture[str]) -> None:
+    """`recitation check` against the real server passes every invariant (vLLM's echo form
+    gives no top log-probability: those two are skipped); in vLLM's prompt_logprobs form,
+    with rank and top log-probability, the greedy tokens are the likeliest too."""
+    from recitation.cli import main
+    from recitation.models.integrity import check_logprobs
+
+    capsys.readouterr()
+    code = main(["check", servers["smollm2"].spec, "--json"])
+    report = json.loads(capsys.readouterr().out)
+    outcomes = {r["name"]: r["outcome"] for r in report["results"]}
+    print("vLLM echo form:", {r["name"]: r["figure"] for r in report["results"]})
+    assert code == 0 and "failed" not in outcomes.values(), report
+    remote = client(servers["smollm2"])
+    remote._score_form = "prompt_logprobs"  # the form with rank and top log-probability
+
+    async def ranked() -> Any:
+        try:
+            return await check_logprobs(remote)
+        finally:
+            await remote.aclose()
+
+    full = asyncio.run(ranked())
+    print("vLLM prompt_logprobs form:", {r.name: r.figure for r in full.results})
+    assert full.passed and {r.outcome for r in full.results} == {"passed"}, full
 
 
 async def test_errors_an_over_long_prompt_and_a_stopped_server(

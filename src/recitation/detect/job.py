@@ -28,6 +28,7 @@ from recitation import methods
 from recitation.detect.dcpdd import DEFAULT_A as DEFAULT_DCPDD_A
 from recitation.detect.dcpdd import DEFAULT_CORPUS as DEFAULT_DCPDD_CORPUS
 from recitation.detect.ezmia import MAX_TOKENS as EZMIA_MAX_TOKENS
+from recitation.detect.logprob_gate import WITHHELD, LogprobGate
 from recitation.detect.neighbour import DEFAULT_NEIGHBOURS
 from recitation.detect.pearl import (
     MIN_REFERENCE_WORDS,
@@ -109,6 +110,9 @@ class DetectParams(BaseModel):
     # conformal: out-of-sample FPR <= target (default); empirical: the former in-sample one
     calibration: Literal["conformal", "empirical"] = "conformal"
     labelled: bool = True  # the audited samples are known members: report AUC / TPR
+    # the log-probability integrity check runs and is stored, but a failure withholds
+    # nothing: the score-based detectors use the model's log-probabilities anyway
+    trust_logprobs: bool = False
     n_bootstrap: int = Field(1000, ge=0)
     # a token-signal store (recitation.signals): texts' scores read from it, those it lacks
     # scored once and added; None: scored through the model (and its response cache)
@@ -160,6 +164,7 @@ class DetectJob(Job):
     _plugins: dict[str, ScoringDetector] | None = None
     _signals: Any = None  # the run's token-signal store (recitation.signals), once opened
     _named_tokenizer: FileTokenizer | None = None  # params.tokenizer, once read
+    _gate: LogprobGate | None = None  # the log-probability integrity check's reports
 
     def samples(self) -> list[Sample]:
         if self.stored_items is not None:  # restored from a run: its stored samples
@@ -268,6 +273,8 @@ class DetectJob(Job):
     async def run_items(self, items: list[WorkItem], model: Model) -> list[dict[str, Any]]:
         samples = [Sample.from_dict(it.payload) for it in items]
         records = {s.id: DetectRecord(sample=s.to_dict()) for s in samples}
+        if self._uses_logprobs():  # before the first scoring call: checked once per model
+            await self.gate().ensure(model)
         await self._scoring(samples, model, records)
         if "pearl" in self.params.detectors:
             if errors := self.access_errors("pearl", model):
@@ -308,10 +315,22 @@ class DetectJob(Job):
         return list(dict.fromkeys([s.text for s in samples] + [
             t for p in plugins for t in p.companion_texts(self, samples)]))
 
+    def gate(self) -> LogprobGate:
+        """The run's log-probability integrity check (:mod:`recitation.detect.logprob_gate`)."""
+        if self._gate is None:
+            self._gate = LogprobGate(trust=self.params.trust_logprobs)
+        return self._gate
+
+    def _uses_logprobs(self) -> bool:
+        """Whether a requested score-based family reads the target's log-probabilities."""
+        return any(WITHHELD & m.access for p in self.plugins()
+                   for m in methods.family_methods("detector", p.family))
+
     def available_access(self, model: Model) -> set[Access]:
-        """What this run offers the methods: the target's capabilities, and a reference
-        model when one is configured."""
-        have = methods.model_access(model.capabilities)
+        """What this run offers the methods: the target's capabilities (less the
+        log-probabilities, when their integrity check failed), and a reference model when
+        one is configured."""
+        have = methods.model_access(model.capabilities) - self.gate().withheld(model)
         if self.params.reference_model is not None:
             have.add(Access.REFERENCE_MODEL)
         if self.params.tokenizer:
@@ -330,6 +349,8 @@ class DetectJob(Job):
                     if m.name in run and (miss := methods.missing_access(m, have))]
         needs = frozenset.intersection(*(m.access for m in infos))
         miss = [a for a in Access if a in needs and a not in have]
+        if WITHHELD & set(miss) & self.gate().withheld(model):
+            where = self.gate().reason(model)
         return [methods.describe_missing(family, miss, where)] if miss else []
 
     async def _scoring(self, samples: list[Sample], model: Model,

@@ -51,6 +51,9 @@ PROMPTS = ("Mr. Bennet was among the earliest of those who waited on Mr. Bingley
            "And the LORD spake unto Moses, saying, Speak unto the children of Israel, and")
 GEN_TOKENS = 16
 BATCH = (GENESIS, PSALM, EMMA, PREACHER)
+SCORED_TEXTS = 5 + len(BATCH) + len(PROMPTS)  # all of them, with the generations scored back
+"""The texts the check scores (on a backend that completes text), before anything else it
+asks: :data:`DASHWOOD` first. Tests that count a model's calls leave these out."""
 
 
 class IntegrityReport(BaseModel):
@@ -133,15 +136,5 @@ async def check_logprobs(model: Model) -> IntegrityReport:
                            texts_scored=calls.texts, generations=len(gens))
 
 
-def check_texts() -> tuple[str, ...]:
-    """Every text the check scores or prompts with (a scored-back generation starts with one
-    of :data:`PROMPTS`): for tests that count a model's calls."""
-    return (DASHWOOD, GENESIS, *BATCH, DASHWOOD_PREFIX, REPEATED, *PROMPTS)
-
-
-def is_check_text(text: str) -> bool:
-    return text in check_texts() or text.startswith(PROMPTS)
-
-
-__all__ = ["CHECK_VERSION", "IntegrityReport", "InvariantResult", "check_logprobs",
-           "check_texts", "is_check_text"]
+__all__ = ["CHECK_VERSION", "SCORED_TEXTS", "IntegrityReport", "InvariantResult",
+           "check_logprobs"]

@@ -174,6 +174,13 @@ class ManagedModel(Model):
         self._sem = asyncio.Semaphore(self.limits.concurrency)
         self._rate = RateLimiter(self.limits.requests_per_minute, self.limits.tokens_per_minute)
 
+    def uncached(self) -> ManagedModel:
+        """The same backend with the same retries, limits, budget and prices, but no response
+        cache or run store: every call reaches the backend (the log-probability integrity
+        check scores a text twice and wants the backend's second answer, not a replay)."""
+        return ManagedModel(self.inner, retry=self.retry, limits=self.limits,
+                            budget=self.budget, prices=self.prices)
+
     def identity(self) -> dict[str, Any]:
         return self.inner.identity()
 

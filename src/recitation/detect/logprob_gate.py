@@ -1,0 +1,99 @@
+"""The log-probability integrity check before a detect run trusts a model's scores
+(:mod:`recitation.models.integrity`).
+
+Once per model per run, before its first scoring call, the check runs (on the backend
+itself: no response cache or run store answers it, so a text scored twice is scored twice)
+and its report is stored in the run store's metadata under :data:`META_PREFIX` + the
+model's identity digest: a resumed run reads it back instead of checking again, and the
+audit's report shows it (:mod:`recitation.report.logprob_check`). When an invariant fails,
+the run withholds log-probability access (``logprobs``, ``full_distribution``) from that
+model, so the score-based detectors are recorded as not run, with the failed invariants and
+``--trust-logprobs`` named; generation-based detectors (PEARL, SaMIA) still run. With
+``trust_logprobs`` the check still runs and is stored, but withholds nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+
+from recitation.methods import Access
+from recitation.models.base import Model
+from recitation.models.integrity import IntegrityReport, check_logprobs
+from recitation.models.managed import ManagedModel
+from recitation.runs.store import RunStore
+
+log = logging.getLogger(__name__)
+
+META_PREFIX = "logprob_check:"
+WITHHELD: frozenset[Access] = frozenset({Access.LOGPROBS, Access.FULL_DISTRIBUTION})
+
+
+def model_key(model: Model) -> str:
+    blob = json.dumps(model.answer_identity(), sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+class LogprobGate:
+    """The check's reports for a run's models, and what a failed one withholds."""
+
+    def __init__(self, trust: bool) -> None:
+        self.trust = trust
+        self._reports: dict[str, IntegrityReport] = {}
+        self._lock: asyncio.Lock | None = None
+
+    async def ensure(self, model: Model) -> IntegrityReport | None:
+        """The model's report: stored in this run, else checked now (once, however many
+        chunks ask at once). None for a model that does not score."""
+        if not model.capabilities.logprobs:
+            return None
+        key = model_key(model)
+        if key in self._reports:
+            return self._reports[key]
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if key not in self._reports:
+                self._reports[key] = await self._stored_or_checked(model, key)
+        return self._reports[key]
+
+    async def _stored_or_checked(self, model: Model, key: str) -> IntegrityReport:
+        store = model.store if isinstance(model, ManagedModel) else None
+        run = store if isinstance(store, RunStore) else None
+        stored = run.get_meta(META_PREFIX + key) if run is not None else None
+        if stored is not None:
+            return IntegrityReport.from_dict(stored["report"])
+        fresh = model.uncached() if isinstance(model, ManagedModel) else model
+        report = await check_logprobs(fresh)
+        if report.passed:
+            log.info("log-probability integrity check of %s passed", model.name)
+        else:
+            log.warning("log-probability integrity check of %s FAILED: %s%s", model.name,
+                        ", ".join(report.failed),
+                        " (trusted anyway: --trust-logprobs)" if self.trust else
+                        "; its score-based detectors are left out (--trust-logprobs: use them)")
+        if run is not None:
+            run.set_meta(META_PREFIX + key, {"model": model.name, "trusted": self.trust,
+                                             "report": report.to_dict()})
+        return report
+
+    def withheld(self, model: Model) -> frozenset[Access]:
+        """The access a failed check takes away from ``model`` (none when it passed, was not
+        run, or the run trusts log-probabilities)."""
+        report = self._reports.get(model_key(model))
+        if self.trust or report is None or report.passed:
+            return frozenset()
+        return WITHHELD
+
+    def reason(self, model: Model) -> str:
+        """Why the access is withheld, for the detectors' error records."""
+        report = self._reports.get(model_key(model))
+        failed = ", ".join(report.failed) if report is not None else "?"
+        return (f"the log-probability integrity check of '{model.name}' failed ({failed}): "
+                "its log-probabilities are not used (`recitation check` shows the figures; "
+                "--trust-logprobs uses them anyway)")
+
+
+__all__ = ["META_PREFIX", "WITHHELD", "LogprobGate", "model_key"]
