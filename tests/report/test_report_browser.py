@@ -210,6 +210,9 @@ def test_a_catalogue_verdict_in_chromium(browser: Any, tmp_path: Path) -> None:
         Array.from(tr.cells).map(c => c.innerText))""")
     assert [r[0] for r in rows if r[5] == "found"] == ["short"]
     assert page.is_visible("#dataset_inference")
+    assert page.is_visible("#blind_baseline")  # the blind baseline: quiet on these sets
+    assert "the detectors count in the verdict" in page.inner_text("#blind_baseline")
+    assert cells[-1].startswith("0.") and "separates" not in cells[-1], cells
     sel = 'details.evidence[data-id="short:0"]'
     assert page.eval_on_selector(sel, "d => d.open") is False
     page.click("#catalogue table a >> text=short")

@@ -115,8 +115,11 @@ def test_verdict_levels() -> None:
     quiet = detection(_report(0), [], pins_now())
     assert verdict({"extraction": none, "detection": quiet}, controls)["level"] == "low"
     assert verdict({"extraction": ex}, {"n": 0, "reason": "none fit"})["label"] == "no verdict"
-    shifted = dict(det, shift_warnings=["length differs"])
-    assert verdict({"extraction": ex, "detection": shifted}, controls)["level"] == "none"
+    shifted = dict(det, shift_warnings=["length differs"])  # reproduction still counts,
+    assert verdict({"extraction": ex, "detection": shifted}, controls)["level"] == "high"
+    v = verdict({"extraction": none, "detection": shifted}, controls)  # detectors do not
+    assert (v["level"], v["rule"]) == ("low", "shifted_nothing")
+    assert verdict({"detection": shifted}, controls)["level"] == "none"
 
 
 def test_verdict_counts_recap_reproduction() -> None:
