@@ -82,6 +82,9 @@ def add_audit_parser(sub: Any) -> None:
                    help="skip PEARL (the costliest black-box detector)")
     p.add_argument("--no-cache", dest="setting_cache", action="store_false", default=None,
                    help="do not use the response cache")
+    p.add_argument("--trust-logprobs", dest="setting_trust_logprobs", action="store_true",
+                   default=None, help="use each model's log-probabilities even when their "
+                   "integrity check fails (it still runs and is reported)")
     p.add_argument("--detector-option", action="append", default=[], dest="detector_option",
                    metavar="FAMILY.KEY=VALUE", help="an option of a detector family that "
                    "declares its own (a plug-in's; repeatable), for the detect runs it is in")
@@ -98,7 +101,7 @@ def settings_from(args: argparse.Namespace) -> Any:
     """AuditSettings from the options the user set (the others: the model's defaults)."""
     from recitation.audit.run import AuditSettings
 
-    fields = [f for _, f, _, _ in SETTINGS] + ["pearl", "cache"]
+    fields = [f for _, f, _, _ in SETTINGS] + ["pearl", "cache", "trust_logprobs"]
     given = {f: getattr(args, f"setting_{f}") for f in fields
              if getattr(args, f"setting_{f}") is not None}
     if args.corpus:

@@ -119,6 +119,8 @@ class AuditSettings(BaseModel):
                                   "20 tokens of the longest reply the audit asks for")
     concurrency: int | None = Field(None, ge=1, description="an API model: 4")
     cache: bool = True
+    trust_logprobs: bool = Field(False, description="the detectors use a model's "
+                                 "log-probabilities even when their integrity check fails")
     signals: ResolvedPath | None = Field(None, description="none: scored through the model")
     tokenizer: TokenizerPath | None = Field(None, description="none: DC-PDD only where the "
                                            "backend has its own tokenizer")
@@ -263,6 +265,7 @@ def _detect_cfg(spec: str, s: AuditSettings, families: list[str], text: Path,
               "outputs": s.pearl_outputs, "target_fpr": s.target_fpr,
               "n_bootstrap": s.n_bootstrap, "passage_words": s.passage_words,
               "signals": s.signals, "tokenizer": s.tokenizer,
+              "trust_logprobs": s.trust_logprobs,
               "detector_options": {f: o for f, o in s.detector_options.items()
                                    if f in families}}
     model = model_for_runs(spec, s)

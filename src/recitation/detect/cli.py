@@ -94,6 +94,10 @@ def _add_calibration_options(p: argparse.ArgumentParser) -> None:
                    "empirical (former: FPR on the controls themselves; understates the FPR)")
     p.add_argument("--unlabelled", action="store_true",
                    help="audited samples are not known members: no AUC / TPR")
+    p.add_argument("--trust-logprobs", action="store_true",
+                   help="use the model's log-probabilities even when the integrity check "
+                   "before the first scoring call fails (it still runs and is recorded; "
+                   "`recitation check MODEL` runs it alone)")
     p.add_argument("--bootstrap", dest="n_bootstrap", type=int, default=None,
                    help="bootstrap resamples")
 
@@ -206,6 +210,7 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
     if args.greedy:
         params["temperature"] = 0.0
     params["labelled"] = not args.unlabelled
+    params["trust_logprobs"] = bool(getattr(args, "trust_logprobs", False))
     if args.detector_option:
         from recitation.method_options import check_options, parse_pairs
 

@@ -1,0 +1,127 @@
+"""The log-probability integrity check before a detect run's first scoring call
+(recitation.detect.logprob_gate): once per model, stored in the run store and read back on
+resume; a failure leaves the score-based detectors out with the reason, PEARL still runs;
+--trust-logprobs uses the numbers anyway and is recorded. On the scripted model (fast), and
+through the CLI against `recitation serve --logprob-fault offset` (the real model)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from recitation.detect.logprob_gate import META_PREFIX, LogprobGate
+from recitation.models.integrity import SCORED_TEXTS
+from recitation.models.local import LocalModel
+from recitation.models.managed import ManagedModel
+from recitation.models.scripted import ScriptedModel
+from recitation.runs.jobs import make_job
+from recitation.runs.store import RunStore
+from recitation.serve import start_server
+from recitation.serve.logprob_faults import LogprobFaultModel
+
+MEMBERS = ["The LORD is my shepherd; I shall not want. He maketh me to lie down in green "
+           "pastures: he leadeth me beside the still waters.",
+           "Blessed are the meek: for they shall inherit the earth. Blessed are they which do "
+           "hunger and thirst after righteousness: for they shall be filled."]
+CONTROLS = ["Consider the snow upon the high places, how it lieth still all the winter long "
+            "and maketh no sound, yet it watereth the gardens.",
+            "Remember the mapmaker, who drew the rivers and the roads of a country he had "
+            "never seen, and men walked by his lines and were not lost."]
+
+
+def _jsonl(path: Path, texts: list[str]) -> str:
+    path.write_text("".join(json.dumps({"id": i, "text": t}) + "\n"
+                            for i, t in enumerate(texts)))
+    return str(path)
+
+
+def params(tmp_path: Path, **kw: Any) -> dict[str, Any]:
+    return {"members": [_jsonl(tmp_path / "m.jsonl", MEMBERS)],
+            "controls": [_jsonl(tmp_path / "c.jsonl", CONTROLS)],
+            "detectors": ["whitebox", "pearl"], "perturbations": ["bitflip"],
+            "max_intensity": 1, "outputs": 1, "n_bootstrap": 0} | kw
+
+
+def run_job(tmp_path: Path, model: Any, **kw: Any) -> list[dict[str, Any]]:
+    job = make_job("detect", params(tmp_path, **kw), seed=0)
+    return asyncio.run(job.run_items(job.items(), model))
+
+
+def detectors(records: list[dict[str, Any]]) -> set[str]:
+    return {s["detector"] for r in records for s in r["scores"]}
+
+
+def test_a_failed_check_leaves_the_score_based_detectors_out(tmp_path: Path) -> None:
+    records = run_job(tmp_path, LogprobFaultModel(ScriptedModel(), "offset"))
+    assert "loss" not in detectors(records) and "pearl_bitflip_sensitivity" in detectors(records)
+    for r in records:
+        [error] = r["errors"]
+        assert error.startswith("whitebox: whitebox needs logprobs")
+        assert "integrity check of 'scripted' failed (repeat_predictable)" in error
+        assert "--trust-logprobs" in error
+
+
+def test_trust_logprobs_uses_them_and_a_passing_model_is_untouched(tmp_path: Path) -> None:
+    trusted = run_job(tmp_path, LogprobFaultModel(ScriptedModel(), "offset"),
+                      trust_logprobs=True)
+    assert "loss" in detectors(trusted) and not any(r["errors"] for r in trusted)
+    model = ScriptedModel()
+    fine = run_job(tmp_path, model)
+    assert "loss" in detectors(fine) and not any(r["errors"] for r in fine)
+    assert len(model.scored) == SCORED_TEXTS + 8  # the check once; 4 samples, lower-cased too
+    pearl_only = ScriptedModel()
+    run_job(tmp_path, pearl_only, detectors=["pearl"])
+    assert pearl_only.scored == []  # no log-probabilities used: no check
+
+
+def test_the_report_is_stored_once_and_read_back_on_resume(tmp_path: Path) -> None:
+    inner = LogprobFaultModel(ScriptedModel(), "batch")
+    with RunStore(tmp_path / "run", create=True) as store:
+        model = ManagedModel(inner, store=store)
+        report = asyncio.run(LogprobGate(trust=False).ensure(model))
+        assert report is not None and report.failed == ["repeatable"]  # one text a call
+        calls = len(inner.inner.scored)  # type: ignore[attr-defined]
+        assert calls == SCORED_TEXTS and store.calls() == []  # not answered from the store
+        [key] = [k for k in store.all_meta() if k.startswith(META_PREFIX)]
+        stored = store.get_meta(key)
+        assert stored["trusted"] is False and stored["report"]["model"] == "scripted"
+        again = LogprobGate(trust=True)  # a resumed run: a new job, the same store
+        assert asyncio.run(again.ensure(model)) == report
+        assert len(inner.inner.scored) == calls  # type: ignore[attr-defined]
+        assert again.withheld(model) == frozenset()  # trusted
+
+
+def _detect(url: str, runs: Path, *extra: str) -> tuple[int, RunStore]:
+    from recitation.cli import main
+
+    code = main(["detect", "--model", f"openai:smollm2@{url}", "--members", "kjv:famous",
+                 "--controls", "builtin:kjv-devotional", "--limit", "2", "--detectors",
+                 "whitebox", "pearl", "--perturbations", "bitflip", "--max-intensity", "1",
+                 "--outputs", "1", "--max-new-tokens", "8", "--bootstrap", "0", "--no-cache",
+                 "--runs-dir", str(runs), *extra])
+    return code, RunStore(next(runs.iterdir()))
+
+
+@pytest.mark.model
+def test_detect_against_a_faulty_server_leaves_the_logprob_detectors_out(
+        tmp_path: Path, local_model: LocalModel) -> None:
+    with start_server(LogprobFaultModel(local_model, "offset")) as h:
+        code, store = _detect(h.url, tmp_path / "plain")
+        with store:
+            records = [r for _, r in store.results()]
+            assert code == 0 and not store.get_meta("config")["params"]["trust_logprobs"]
+            assert "loss" not in detectors(records)
+            assert "pearl_bitflip_sensitivity" in detectors(records)
+            assert all("integrity check of 'smollm2' failed (repeat_predictable, "
+                       "generation_matches_score)" in r["errors"][0] for r in records)
+        code, store = _detect(h.url, tmp_path / "trusted", "--trust-logprobs")
+        with store:
+            records = [r for _, r in store.results()]
+            assert code == 0 and store.get_meta("config")["params"]["trust_logprobs"]
+            assert "loss" in detectors(records) and not any(r["errors"] for r in records)
+            [check] = [v for k, v in store.all_meta().items() if k.startswith(META_PREFIX)]
+            assert check["trusted"] and check["report"]["results"]
