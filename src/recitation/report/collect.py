@@ -19,6 +19,7 @@ from recitation.metrics.null import DEFAULT_ALPHA
 from recitation.metrics.weighted import weighted_rouge
 from recitation.records import PrefixProbeRecord
 from recitation.report.evidence import evidence_item
+from recitation.report.logprob_check import left_out as logprob_left_out
 from recitation.report.numbers import detection, extraction_stats, null_summary
 from recitation.report.recap import recap_group, recap_summary
 from recitation.report.sections import collect_sections
@@ -149,6 +150,9 @@ def _model(folder: Path, entry: dict[str, Any], manifest: dict[str, Any]) -> dic
         out["costs"].append(dx.pop("cost"))
         out["provenance"]["detect"] = dx.pop("provenance")
         out["detection"] = dx
+        if gone := logprob_left_out(run):  # a failed integrity check: report/logprob_check.py
+            out["skipped"] = out["skipped"] | gone
+            out["methods"] = [m for m in out["methods"] if m not in gone]
     if run := _run(folder, entry["runs"].get("trace")):  # its section: report/tracing.py
         with RunStore(run) as store:
             out["costs"].append(_costs(store, "simpletrace"))

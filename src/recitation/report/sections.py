@@ -35,6 +35,7 @@ SECTIONS: dict[str, str] = {
     "tracing": "recitation.report.tracing:SECTION",
     "dataset_inference": "recitation.report.inference:SECTION",
     "blind_baseline": "recitation.report.blind:SECTION",
+    "logprob_check": "recitation.report.logprob_check:SECTION",
 }
 """name -> ``module:attr`` of its :class:`Section`, in the order the reports show them
 (after the verdict and each model's details)."""
