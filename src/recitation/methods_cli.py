@@ -22,7 +22,9 @@ def add_methods_parser(sub: Any) -> None:
     out.add_argument("--write-docs", type=Path, metavar="PATH",
                      help="rewrite the table between the method-table markers of PATH "
                      "(docs/methods.md)")
-    p.add_argument("--kind", choices=KINDS, default=None, help="only methods of this kind")
+    p.add_argument("--kind", choices=(*KINDS, "guard"), default=None,
+                   help="only methods of this kind (guard: the checks that decide whether "
+                   "the methods' evidence can be trusted, listed after the methods)")
     p.set_defaults(func=cmd_methods)
 
 
@@ -53,6 +55,8 @@ def cmd_methods(args: argparse.Namespace) -> int:
     if args.markdown:
         print(markdown_table(args.kind), end="")
         return 0
+    if args.kind == "guard":
+        return _guards(args.json)
     infos = all_methods(args.kind)
     if args.json:
         print(json.dumps([m.to_dict() | {"package": package(m.name)} for m in infos],
@@ -70,5 +74,26 @@ def cmd_methods(args: argparse.Namespace) -> int:
         t.add_row(f"{m.name}\n({m.title}){plug}", m.kind, m.selected_by, m.paper,
                   ", ".join(sorted(a.value for a in m.access)),
                   f"per {m.unit}: {m.calls_formula}")
+    console.print(t)
+    return _guards(False) if args.kind is None else 0
+
+
+def _guards(as_json: bool) -> int:
+    """The guards (:mod:`recitation.guards`): a table, or a JSON list."""
+    from recitation.guards import all_guards
+
+    if as_json:
+        print(json.dumps([g.to_dict() for g in all_guards()], indent=2))
+        return 0
+    from rich.table import Table
+
+    from recitation.runs.console import console
+
+    t = Table(title="guards (recitation methods --kind guard --json for every field)")
+    for col in ("guard", "guards", "runs", "on failure", "calls"):
+        t.add_column(col, overflow="fold")
+    for g in all_guards():
+        t.add_row(f"{g.name}\n({g.title})", g.guards, g.runs,
+                  f"{g.on_failure}; override: {g.override or 'none'}", g.calls)
     console.print(t)
     return 0

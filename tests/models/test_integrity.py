@@ -194,3 +194,15 @@ def test_the_serve_command_answers_wrong_numbers_with_logprob_fault(tmp_path: Pa
     finally:
         proc.terminate()
         proc.wait(60)
+
+
+def test_recitation_methods_lists_the_check_as_a_guard(capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    capsys.readouterr()
+    assert main(["methods", "--kind", "guard", "--json"]) == 0
+    [guard] = json.loads(capsys.readouterr().out)
+    assert guard["name"] == "logprob_check" and guard["kind"] == "guard"
+    report = asyncio.run(check_logprobs(ScriptedModel()))  # the calls it states are made
+    assert guard["calls"].startswith(f"{report.score_calls} score calls ({SCORED_TEXTS} ")
+    assert main(["methods"]) == 0
+    assert "logprob_check" in capsys.readouterr().out
