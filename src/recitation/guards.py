@@ -52,11 +52,27 @@ LOGPROB_CHECK = GuardInfo(
     "consistently wrong model passes",
     docs="docs/detection.md#log-probability-integrity-check")
 
-GUARDS: dict[str, GuardInfo] = {LOGPROB_CHECK.name: LOGPROB_CHECK}
+BLIND_BASELINE = GuardInfo(
+    name="blind_baseline", title="blind baseline (Das et al., 2024)",
+    guards="every detector's evidence in the verdict (text against controls)",
+    access=frozenset(),
+    calls="none: it never queries the model",
+    runs="in every detect run and audit with text and at least 2 controls",
+    on_failure="when its AUC interval lies above 0.6, the verdict does not count the "
+    "detectors and names the telling words; reproduction evidence still counts",
+    override="",
+    summary="a bag of words (1-2-grams, binary) and logistic regression, out of fold, tell "
+    "the text from the controls; ROC AUC with a 95% stratified bootstrap interval",
+    not_guaranteed="a quiet baseline does not show the controls alike in every way (style, "
+    "era or edition a bag of words misses); with few passages its interval is wide",
+    docs="docs/detection.md#controls-what-is-a-fair-control")
+
+GUARDS: dict[str, GuardInfo] = {LOGPROB_CHECK.name: LOGPROB_CHECK,
+                                BLIND_BASELINE.name: BLIND_BASELINE}
 
 
 def all_guards() -> list[GuardInfo]:
     return list(GUARDS.values())
 
 
-__all__ = ["GUARDS", "GuardInfo", "LOGPROB_CHECK", "all_guards"]
+__all__ = ["BLIND_BASELINE", "GUARDS", "GuardInfo", "LOGPROB_CHECK", "all_guards"]

@@ -149,3 +149,16 @@ def test_the_organism_splits_stay_quiet(preset: str, shared_data: Path) -> None:
     if preset == "lowfpr":
         assert (got["n_text"], got["n_controls"]) == (500, 1000)
         assert 0.45 < got["auc"] < 0.52 and got["auc_ci"][1] < SEPARATES_AUC
+
+
+def test_recitation_methods_lists_the_blind_baseline_as_a_guard(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from recitation.cli import main
+
+    capsys.readouterr()
+    assert main(["methods", "--kind", "guard", "--json"]) == 0
+    guard = {g["name"]: g for g in json.loads(capsys.readouterr().out)}["blind_baseline"]
+    assert guard["access"] == [] and guard["calls"].startswith("none")
+    assert str(SEPARATES_AUC) in guard["on_failure"]

@@ -200,8 +200,8 @@ def test_recitation_methods_lists_the_check_as_a_guard(capsys: pytest.CaptureFix
                                                        ) -> None:
     capsys.readouterr()
     assert main(["methods", "--kind", "guard", "--json"]) == 0
-    [guard] = json.loads(capsys.readouterr().out)
-    assert guard["name"] == "logprob_check" and guard["kind"] == "guard"
+    guard = {g["name"]: g for g in json.loads(capsys.readouterr().out)}["logprob_check"]
+    assert guard["kind"] == "guard"
     report = asyncio.run(check_logprobs(ScriptedModel()))  # the calls it states are made
     assert guard["calls"].startswith(f"{report.score_calls} score calls ({SCORED_TEXTS} ")
     assert main(["methods"]) == 0
