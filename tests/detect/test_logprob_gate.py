@@ -125,3 +125,21 @@ def test_detect_against_a_faulty_server_leaves_the_logprob_detectors_out(
             assert "loss" in detectors(records) and not any(r["errors"] for r in records)
             [check] = [v for k, v in store.all_meta().items() if k.startswith(META_PREFIX)]
             assert check["trusted"] and check["report"]["results"]
+
+
+def test_a_cached_run_reads_the_check_its_cached_answers_got(tmp_path: Path) -> None:
+    """With the response cache on, the report is cached as the answers are: a later run
+    served from the cache reads it back; without the cache it checks again."""
+    from recitation.runs.store import ResponseCache
+
+    inner = ScriptedModel()
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    try:
+        first = asyncio.run(LogprobGate(trust=False).ensure(ManagedModel(inner, cache=cache)))
+        assert len(inner.scored) == SCORED_TEXTS
+        again = asyncio.run(LogprobGate(trust=False).ensure(ManagedModel(inner, cache=cache)))
+        assert again == first and len(inner.scored) == SCORED_TEXTS
+        asyncio.run(LogprobGate(trust=False).ensure(ManagedModel(inner)))  # --no-cache
+        assert len(inner.scored) == 2 * SCORED_TEXTS
+    finally:
+        cache.close()

@@ -131,8 +131,13 @@ def test_the_detect_command_builds_its_report_once(tmp_path: Path,
 def test_a_budget_stop_stores_the_report_of_what_was_done(tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch,
                                                           report_builds: list[int]) -> None:
+    from recitation.models.integrity import check_logprobs
+
+    check = ManagedModel(ScriptedModel())  # the integrity check's tokens come first
+    asyncio.run(check_logprobs(check))
     cfg = detect_config(tmp_path)
-    cfg = cfg.model_copy(update={"budget": cfg.budget.model_copy(update={"max_tokens": 60})})
+    cfg = cfg.model_copy(update={"budget": cfg.budget.model_copy(
+        update={"max_tokens": check.stats.usage.total + 60})})
     run = runner.create_run(cfg, tmp_path / "runs")
     use_backend(monkeypatch, None)
     out = asyncio.run(runner.execute(run))

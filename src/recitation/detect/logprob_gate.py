@@ -2,10 +2,13 @@
 (:mod:`recitation.models.integrity`).
 
 Once per model per run, before its first scoring call, the check runs (on the backend
-itself: no response cache or run store answers it, so a text scored twice is scored twice)
-and its report is stored in the run store's metadata under :data:`META_PREFIX` + the
+itself: no response cache or run store answers its calls, so a text scored twice is scored
+twice) and its report is stored in the run store's metadata under :data:`META_PREFIX` + the
 model's identity digest: a resumed run reads it back instead of checking again, and the
-audit's report shows it (:mod:`recitation.report.logprob_check`). When an invariant fails,
+audit's report shows it (:mod:`recitation.report.logprob_check`). With the response cache
+on, the report is cached too, keyed as the model's answers are: a later run whose scores
+come from the cache reads the check those answers passed or failed (``--no-cache``: checked
+again). When an invariant fails,
 the run withholds log-probability access (``logprobs``, ``full_distribution``) from that
 model, so the score-based detectors are recorded as not run, with the failed invariants and
 ``--trust-logprobs`` named; generation-based detectors (PEARL, SaMIA) still run. With
@@ -20,8 +23,8 @@ import json
 import logging
 
 from recitation.methods import Access
-from recitation.models.base import Model
-from recitation.models.integrity import IntegrityReport, check_logprobs
+from recitation.models.base import Model, request_key
+from recitation.models.integrity import CHECK_VERSION, IntegrityReport, check_logprobs
 from recitation.models.managed import ManagedModel
 from recitation.runs.store import RunStore
 
@@ -60,24 +63,35 @@ class LogprobGate:
         return self._reports[key]
 
     async def _stored_or_checked(self, model: Model, key: str) -> IntegrityReport:
-        store = model.store if isinstance(model, ManagedModel) else None
-        run = store if isinstance(store, RunStore) else None
+        """From this run's store (a resumed run), else from the response cache (the same
+        answers as the cached scores the run reads: their check applies), else checked."""
+        managed = model if isinstance(model, ManagedModel) else None
+        run = managed.store if managed and isinstance(managed.store, RunStore) else None
+        cache_key = request_key(model.answer_identity(), "logprob_check",
+                                {"version": CHECK_VERSION})
         stored = run.get_meta(META_PREFIX + key) if run is not None else None
+        if stored is None and managed is not None and managed.cache is not None:
+            stored = managed.cache.get(cache_key)
         if stored is not None:
-            return IntegrityReport.from_dict(stored["report"])
-        fresh = model.uncached() if isinstance(model, ManagedModel) else model
-        report = await check_logprobs(fresh)
-        if report.passed:
-            log.info("log-probability integrity check of %s passed", model.name)
+            report = IntegrityReport.from_dict(stored["report"])
         else:
-            log.warning("log-probability integrity check of %s FAILED: %s%s", model.name,
-                        ", ".join(report.failed),
-                        " (trusted anyway: --trust-logprobs)" if self.trust else
-                        "; its score-based detectors are left out (--trust-logprobs: use them)")
-        if run is not None:
+            report = await check_logprobs(managed.uncached() if managed else model)
+            if managed is not None and managed.cache is not None:
+                managed.cache.put(cache_key, "logprob_check", {"report": report.to_dict()})
+        self._log(model, report)
+        if run is not None and run.get_meta(META_PREFIX + key) is None:
             run.set_meta(META_PREFIX + key, {"model": model.name, "trusted": self.trust,
                                              "report": report.to_dict()})
         return report
+
+    def _log(self, model: Model, report: IntegrityReport) -> None:
+        if report.passed:
+            log.info("log-probability integrity check of %s passed", model.name)
+            return
+        log.warning("log-probability integrity check of %s FAILED: %s%s", model.name,
+                    ", ".join(report.failed),
+                    " (trusted anyway: --trust-logprobs)" if self.trust else
+                    "; its score-based detectors are left out (--trust-logprobs: use them)")
 
     def withheld(self, model: Model) -> frozenset[Access]:
         """The access a failed check takes away from ``model`` (none when it passed, was not

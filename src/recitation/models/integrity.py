@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from recitation.errors import UnsupportedRequest
 from recitation.models import integrity_invariants as inv
 from recitation.models.base import Generation, GenerationRequest, Model, TokenScores
 from recitation.models.integrity_invariants import InvariantResult
@@ -102,7 +103,10 @@ async def _greedy(model: Model) -> tuple[list[Generation], str]:
         return [], "the backend has no plain completion (a chat template would be scored)"
     reqs = [GenerationRequest(prompt=p, max_tokens=GEN_TOKENS, temperature=0.0, logprobs=True)
             for p in PROMPTS]
-    return await model.generate(reqs), ""
+    try:
+        return await model.generate(reqs), ""
+    except UnsupportedRequest as e:  # e.g. a server that gives no generation log-probs
+        return [], f"the backend refused greedy generation with log-probabilities: {e}"
 
 
 async def check_logprobs(model: Model) -> IntegrityReport:

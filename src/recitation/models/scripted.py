@@ -9,6 +9,7 @@ included: it is not ``local``, so a price table prices its calls (cost accountin
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
 
 from recitation.models.base import (
@@ -65,9 +66,10 @@ class ScriptedModel(Model):
     async def score(self, texts: list[str]) -> list[TokenScores]:
         """Deterministic pseudo log-probabilities, one per word after the first: longer
         words are less likely, and a word that ends a run of :data:`INDUCTION` words seen
-        before in the text is predicted (-0.01), as a causal model copies a repeated
-        passage. They depend on the words before only (prefix-consistent, batch-free), so
-        the log-probability integrity check passes (recitation.models.integrity)."""
+        twice before in the text is predicted (-0.01), as a causal model copies a passage
+        repeated (only a text holding a run of 20 words three times). They depend on the words
+        before only (prefix-consistent, batch-free), so the log-probability integrity check
+        passes (recitation.models.integrity)."""
         out = []
         for t in texts:
             self.scored.append(t)
@@ -77,16 +79,16 @@ class ScriptedModel(Model):
         return out
 
 
-INDUCTION = 12
+INDUCTION = 20  # words in a run that, seen twice before in the text, predicts its last
 
 
 def pseudo_logprobs(words: list[str]) -> tuple[float, ...]:
     """:meth:`ScriptedModel.score`'s log-probabilities of ``words[1:]``."""
-    seen: set[tuple[str, ...]] = set()
+    seen: Counter[tuple[str, ...]] = Counter()
     out = []
     for i in range(1, len(words)):
-        run = tuple(words[i + 1 - INDUCTION:i + 1]) if i + 1 >= INDUCTION else None
-        out.append(-0.01 if run in seen else -math.log(1 + len(words[i])))
-        if run is not None:
-            seen.add(run)
+        run = tuple(words[i + 1 - INDUCTION:i + 1]) if i + 1 >= INDUCTION else ()
+        out.append(-0.01 if run and seen[run] >= 2 else -math.log(1 + len(words[i])))
+        if run:
+            seen[run] += 1
     return tuple(out)
