@@ -143,3 +143,22 @@ def test_a_cached_run_reads_the_check_its_cached_answers_got(tmp_path: Path) -> 
         assert len(inner.scored) == 2 * SCORED_TEXTS
     finally:
         cache.close()
+
+
+def test_a_reference_model_that_fails_is_not_used(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference model is checked too: when it fails, the target's own scores are used
+    and the reference score is left out with the reason (trusted: used)."""
+    from recitation.detect.job import DetectJob
+
+    monkeypatch.setattr(DetectJob, "_reference_model",
+                        lambda self, cfg, target: LogprobFaultModel(ScriptedModel(), "offset"))
+    ref = {"reference_model": {"backend": "scripted", "model": "reference"}}
+    records = run_job(tmp_path, ScriptedModel(), **ref)
+    assert "loss" in detectors(records) and "reference" not in detectors(records)
+    assert all(r["errors"] == ["reference: the log-probability integrity check of 'scripted' "
+                               "failed (repeat_predictable): its log-probabilities are not "
+                               "used (`recitation check` shows the figures; --trust-logprobs "
+                               "uses them anyway)"] for r in records)
+    trusted = run_job(tmp_path, ScriptedModel(), trust_logprobs=True, **ref)
+    assert "reference" in detectors(trusted) and not any(r["errors"] for r in trusted)

@@ -275,6 +275,9 @@ class DetectJob(Job):
         records = {s.id: DetectRecord(sample=s.to_dict()) for s in samples}
         if self._uses_logprobs():  # before the first scoring call: checked once per model
             await self.gate().ensure(model)
+            if (ref := self.reference(model)) is not None and await self.gate().ensure(ref):
+                if self.gate().withheld(ref):  # its scores unused: reference, EZ-MIA
+                    _record_errors(records, "reference", [self.gate().reason(ref)])
         await self._scoring(samples, model, records)
         if "pearl" in self.params.detectors:
             if errors := self.access_errors("pearl", model):
@@ -331,7 +334,7 @@ class DetectJob(Job):
         log-probabilities, when their integrity check failed), and a reference model when
         one is configured."""
         have = methods.model_access(model.capabilities) - self.gate().withheld(model)
-        if self.params.reference_model is not None:
+        if self.params.reference_model is not None and not self._reference_withheld():
             have.add(Access.REFERENCE_MODEL)
         if self.params.tokenizer:
             have.add(Access.TOKENIZER)
@@ -351,6 +354,8 @@ class DetectJob(Job):
         miss = [a for a in Access if a in needs and a not in have]
         if WITHHELD & set(miss) & self.gate().withheld(model):
             where = self.gate().reason(model)
+        elif Access.REFERENCE_MODEL in miss and self._reference_withheld():
+            where = self.gate().reason(self._reference)  # type: ignore[arg-type]
         return [methods.describe_missing(family, miss, where)] if miss else []
 
     async def _scoring(self, samples: list[Sample], model: Model,
@@ -395,7 +400,11 @@ class DetectJob(Job):
             return None
         if self._reference is None:
             self._reference = self._reference_model(self.params.reference_model, target)
-        return self._reference
+        return None if self._reference_withheld() else self._reference
+
+    def _reference_withheld(self) -> bool:
+        """The reference model's log-probabilities failed their integrity check."""
+        return self._reference is not None and bool(self.gate().withheld(self._reference))
 
     async def _pearl(self, samples: list[Sample], model: Model,
                      records: dict[str, DetectRecord]) -> None:
