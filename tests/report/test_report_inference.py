@@ -64,7 +64,7 @@ def test_an_audit_with_controls_reports_dataset_inference_everywhere(tmp_path: P
     assert di["p_value"] == dataset_inference(t, c, names, seed=0).p_value < 1e-3
     assert di["features"] == len(names) >= 4 and np.isfinite(di["t"])
     # the two sets share no word: a bag of words alone separates them, and the section says so
-    assert any("blind baseline" in w and "'extraordinarily0'" in w
+    assert any("blind baseline" in w and "the controls differ from the text" in w
                for w in di["warnings"]), di["warnings"]
     md = (folder / "report.md").read_text(encoding="utf-8")
     assert "## Dataset inference" in md and f"p = {di['p_value']:.3g}" in md

@@ -162,6 +162,9 @@ async def test_detect_reads_the_store_equal_to_scoring_and_a_rerun_calls_no_mode
     finally:
         del local_model.score
     assert calls == 0 and any(d.startswith("min_k_3gram") or "gram" in d for _, d in again)
+    # the integrity check the first run made is kept beside the signals and read back
+    (check,) = (tmp_path / "sig").glob("*/logprob_check.json")
+    assert json.loads(check.read_text())["report"]["model"] == local_model.name
 
 
 def test_the_command_scores_once_then_finds_everything_in_the_store(

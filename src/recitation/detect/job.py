@@ -321,7 +321,8 @@ class DetectJob(Job):
     def gate(self) -> LogprobGate:
         """The run's log-probability integrity check (:mod:`recitation.detect.logprob_gate`)."""
         if self._gate is None:
-            self._gate = LogprobGate(trust=self.params.trust_logprobs)
+            self._gate = LogprobGate(trust=self.params.trust_logprobs, signals=Path(
+                self.params.signals) if self.params.signals else None)
         return self._gate
 
     def _uses_logprobs(self) -> bool:

@@ -8,7 +8,9 @@ model's identity digest: a resumed run reads it back instead of checking again, 
 audit's report shows it (:mod:`recitation.report.logprob_check`). With the response cache
 on, the report is cached too, keyed as the model's answers are: a later run whose scores
 come from the cache reads the check those answers passed or failed (``--no-cache``: checked
-again). When an invariant fails,
+again). With a signal store (``--signals``), the report is kept beside the model's signals
+(``logprob_check.json`` in its folder): a run that reads every score from the store reads
+the check those scores' model got, and calls the model not at all. When an invariant fails,
 the run withholds log-probability access (``logprobs``, ``full_distribution``) from that
 model, so the score-based detectors are recorded as not run, with the failed invariants and
 ``--trust-logprobs`` named; generation-based detectors (PEARL, SaMIA) still run. With
@@ -21,6 +23,7 @@ import asyncio
 import hashlib
 import json
 import logging
+from pathlib import Path
 
 from recitation.methods import Access
 from recitation.models.base import Model, request_key
@@ -31,6 +34,7 @@ from recitation.runs.store import RunStore
 log = logging.getLogger(__name__)
 
 META_PREFIX = "logprob_check:"
+CHECK_FILE = "logprob_check.json"
 WITHHELD: frozenset[Access] = frozenset({Access.LOGPROBS, Access.FULL_DISTRIBUTION})
 
 
@@ -42,8 +46,9 @@ def model_key(model: Model) -> str:
 class LogprobGate:
     """The check's reports for a run's models, and what a failed one withholds."""
 
-    def __init__(self, trust: bool) -> None:
+    def __init__(self, trust: bool, signals: Path | None = None) -> None:
         self.trust = trust
+        self.signals = signals
         self._reports: dict[str, IntegrityReport] = {}
         self._lock: asyncio.Lock | None = None
 
@@ -72,17 +77,31 @@ class LogprobGate:
         stored = run.get_meta(META_PREFIX + key) if run is not None else None
         if stored is None and managed is not None and managed.cache is not None:
             stored = managed.cache.get(cache_key)
+        beside = self._beside_signals(model)
+        if stored is None and beside is not None and beside.exists():
+            stored = json.loads(beside.read_text(encoding="utf-8"))
         if stored is not None:
             report = IntegrityReport.from_dict(stored["report"])
         else:
             report = await check_logprobs(managed.uncached() if managed else model)
             if managed is not None and managed.cache is not None:
                 managed.cache.put(cache_key, "logprob_check", {"report": report.to_dict()})
+        if beside is not None and not beside.exists():
+            beside.parent.mkdir(parents=True, exist_ok=True)
+            beside.write_text(json.dumps({"report": report.to_dict()}), encoding="utf-8")
         self._log(model, report)
         if run is not None and run.get_meta(META_PREFIX + key) is None:
             run.set_meta(META_PREFIX + key, {"model": model.name, "trusted": self.trust,
                                              "report": report.to_dict()})
         return report
+
+    def _beside_signals(self, model: Model) -> Path | None:
+        """Where the report is kept in the run's signal store (None: the run has none)."""
+        if self.signals is None:
+            return None
+        from recitation.signals.store import SignalStore
+
+        return SignalStore(self.signals, model.answer_identity()).folder / CHECK_FILE
 
     def _log(self, model: Model, report: IntegrityReport) -> None:
         if report.passed:
