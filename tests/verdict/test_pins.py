@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -67,18 +68,33 @@ def test_the_manifest_pins_what_the_verdict_rests_on(audit: Path) -> None:
         "reproduction", "detectors", "nothing_found")
 
 
-def test_an_old_audit_keeps_its_verdict_after_a_registry_change(
-        audit: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    before = _verdict(audit)
-    for name, entry in list(methods.METHODS.items()):  # the white-box family's lines gone
+@pytest.fixture
+def registry_restored() -> Iterator[None]:
+    """The method registry as it was, in its order, after the test (monkeypatch's delitem
+    puts a line back at the end, and the order is the registry's: commands and docs read
+    it)."""
+    saved = dict(methods.METHODS)
+    yield
+    methods.METHODS.clear()
+    methods.METHODS.update(saved)
+
+
+def _drop_whitebox() -> None:
+    for name, entry in list(methods.METHODS.items()):
         if entry.family == "whitebox":
-            monkeypatch.delitem(methods.METHODS, name)
+            del methods.METHODS[name]
+
+
+def test_an_old_audit_keeps_its_verdict_after_a_registry_change(
+        audit: Path, registry_restored: None) -> None:
+    before = _verdict(audit)
+    _drop_whitebox()  # the white-box family's lines gone
     assert "whitebox" not in pins_now().primary  # the registry did change
     assert _verdict(audit) == before
 
 
 def test_a_format_1_manifest_is_read_with_the_registry_of_its_time(
-        audit: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        audit: Path, tmp_path: Path, registry_restored: None) -> None:
     import shutil
 
     old = tmp_path / "old"
@@ -88,9 +104,7 @@ def test_a_format_1_manifest_is_read_with_the_registry_of_its_time(
     manifest["format"] = 1
     (old / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
     assert pins_of(load_manifest(old)) == V1_PINS
-    for name, entry in list(methods.METHODS.items()):
-        if entry.family == "whitebox":
-            monkeypatch.delitem(methods.METHODS, name)
+    _drop_whitebox()
     primary, reported, score, _ = _verdict(old)
     assert primary == ["min_k_20"] and reported == ["recall"] and score == "min_k_20"
 
