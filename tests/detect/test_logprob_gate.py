@@ -7,11 +7,11 @@ through the CLI against `recitation serve --logprob-fault offset` (the real mode
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_detect_job import CONTROLS, _jsonl  # the same controls and writer
 
 from recitation.detect.logprob_gate import META_PREFIX, LogprobGate
 from recitation.models.integrity import SCORED_TEXTS
@@ -27,18 +27,6 @@ MEMBERS = ["The LORD is my shepherd; I shall not want. He maketh me to lie down 
            "pastures: he leadeth me beside the still waters.",
            "Blessed are the meek: for they shall inherit the earth. Blessed are they which do "
            "hunger and thirst after righteousness: for they shall be filled."]
-CONTROLS = ["Consider the snow upon the high places, how it lieth still all the winter long "
-            "and maketh no sound, yet it watereth the gardens.",
-            "Remember the mapmaker, who drew the rivers and the roads of a country he had "
-            "never seen, and men walked by his lines and were not lost."]
-
-
-def _jsonl(path: Path, texts: list[str]) -> str:
-    path.write_text("".join(json.dumps({"id": i, "text": t}) + "\n"
-                            for i, t in enumerate(texts)))
-    return str(path)
-
-
 def params(tmp_path: Path, **kw: Any) -> dict[str, Any]:
     return {"members": [_jsonl(tmp_path / "m.jsonl", MEMBERS)],
             "controls": [_jsonl(tmp_path / "c.jsonl", CONTROLS)],
