@@ -13,7 +13,10 @@ no other model and no data like the training data are needed.
 Neighbours. The paper (and MIMIR's ``BertModel``, strategy "deterministic") makes each
 neighbour by replacing **one word** with a candidate of a masked language model (BERT, with
 dropout 0.7 on the replaced word's embedding so the word itself is not proposed), keeping
-the n candidates BERT finds likeliest; MIMIR's configs use n = 25 (``configs/mi.json``). No
+the n candidates BERT finds likeliest; n = 25 as in MIMIR's ``configs/mi.json``. That config
+itself uses MIMIR's other strategy, "random" (each neighbour swaps 5% of the BERT tokens,
+``pct_swap_bert``, each for its best candidate, and the 25 best-scoring of 1,000 random sets
+of positions are kept); ours follows the paper's one-word strategy, not that config. No
 masked language model can be downloaded here, so ours are made by the toolkit's offline
 perturbation (:func:`recitation.detect.perturb.synonym_substitute`, WordNet): each
 neighbour replaces one content word with one of its first three WordNet synonyms (case
@@ -37,7 +40,8 @@ from recitation.methods import Access, Calls, MethodInfo
 from recitation.models.base import Model, TokenScores
 
 DEFAULT_NEIGHBOURS = 25
-"""MIMIR's ``n_perturbation_list: [25]`` (configs/mi.json)."""
+"""MIMIR's ``n_perturbation_list: [25]`` (configs/mi.json; its strategy there is "random",
+not the one-word strategy we follow: see the module docstring)."""
 SYNONYMS_PER_WORD = 3  # as the synonym perturbation of PEARL
 
 
