@@ -18,6 +18,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 AGENT = "Agent_Extraction"
+LOGPROB_CHECK_META = "logprob_check:"
+"""Run-store meta key prefix of the log-probability integrity check's report (+ the model's
+identity digest): written by :mod:`recitation.detect.logprob_gate`, read by the report."""
+LOGPROB_WITHHELD = "the log-probability integrity check of"
+"""How a detector's error begins when a failed check withheld the model's log-probabilities
+(the report finds the detectors left out by it)."""
 """The ``llm_completions`` group of the agentic attempts (EchoTrace's name)."""
 
 
@@ -259,5 +265,6 @@ class TraceReport(BaseModel):
     groups: dict[str, TraceAggregate] = Field(default_factory=dict)
 
 
-__all__ = ["AGENT", "Attempt", "DetectRecord", "EventRecord", "PrefixProbeRecord",
-           "ScoreRecord", "TraceAggregate", "TraceReport", "oriented_scores", "refined_key"]
+__all__ = ["AGENT", "LOGPROB_CHECK_META", "LOGPROB_WITHHELD", "Attempt", "DetectRecord",
+           "EventRecord", "PrefixProbeRecord", "ScoreRecord", "TraceAggregate", "TraceReport",
+           "oriented_scores", "refined_key"]

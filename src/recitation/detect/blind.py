@@ -23,6 +23,7 @@ with few passages it cannot separate anything (the interval is wide).
 
 from __future__ import annotations
 
+import copy
 import functools
 from typing import Any
 
@@ -50,7 +51,7 @@ def blind_baseline(text: list[str], controls: list[str], *, seed: int = 0,
     (an audit's detect runs of several models share their texts)."""
     if min(len(text), len(controls)) < 2:
         return None
-    return dict(_blind(tuple(text), tuple(controls), seed, n_boot))
+    return copy.deepcopy(_blind(tuple(text), tuple(controls), seed, n_boot))
 
 
 @functools.lru_cache(maxsize=4)

@@ -261,16 +261,16 @@ def _shift_guard(members: tuple[str, ...], controls: tuple[str, ...], seed: int,
     texts = list(members) + list(controls)
     lengths = [float(len(t.split())) for t in texts]
     dates = [date_rate(t) for t in texts]
-    stats: dict[str, tuple[Callable[[list[int]], float | None], int]] = {
-        "length_words": (lambda lab: _stats.roc_auc(lab, lengths), permutations),
-        "date_tokens": (lambda lab: _stats.roc_auc(lab, dates), permutations),
+    stats: dict[str, Callable[[list[int]], float | None]] = {
+        "length_words": lambda lab: _stats.roc_auc(lab, lengths),
+        "date_tokens": lambda lab: _stats.roc_auc(lab, dates),
     }
     feats: dict[str, float | None] = {}
     pvals: dict[str, float | None] = {}
-    for name, (fn, n_perm) in stats.items():
+    for name, fn in stats.items():
         auc = fn(y)
         feats[name] = auc
-        pvals[name] = None if auc is None else _permutation_p(auc, fn, y, n_perm, seed)
+        pvals[name] = None if auc is None else _permutation_p(auc, fn, y, permutations, seed)
     warnings = [
         f"members and controls differ on {name} alone (AUC {auc:.2f}, permutation p = "
         f"{pvals[name]:.3f}): detector AUCs near this value may reflect the distribution "

@@ -29,11 +29,12 @@ from recitation.methods import Access
 from recitation.models.base import Model, request_key
 from recitation.models.integrity import CHECK_VERSION, IntegrityReport, check_logprobs
 from recitation.models.managed import ManagedModel
+from recitation.records import LOGPROB_CHECK_META, LOGPROB_WITHHELD
 from recitation.runs.store import RunStore
 
 log = logging.getLogger(__name__)
 
-META_PREFIX = "logprob_check:"
+META_PREFIX = LOGPROB_CHECK_META
 CHECK_FILE = "logprob_check.json"
 WITHHELD: frozenset[Access] = frozenset({Access.LOGPROBS, Access.FULL_DISTRIBUTION})
 
@@ -124,7 +125,7 @@ class LogprobGate:
         """Why the access is withheld, for the detectors' error records."""
         report = self._reports.get(model_key(model))
         failed = ", ".join(report.failed) if report is not None else "?"
-        return (f"the log-probability integrity check of '{model.name}' failed ({failed}): "
+        return (f"{LOGPROB_WITHHELD} '{model.name}' failed ({failed}): "
                 "its log-probabilities are not used (`recitation check` shows the figures; "
                 "--trust-logprobs uses them anyway)")
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from recitation.report.sections import Section
+from recitation.report.stores import detect_runs
 from recitation.runs.store import RunStore
 from recitation.verdict import Blind
 
@@ -30,19 +31,16 @@ def collect(folder: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
     """``{"results": [{"models": [...], "blind": {...}}, ...]}``: each distinct result
     with the models whose detect run computed it."""
     results: list[dict[str, Any]] = []
-    for entry in manifest["models"]:
-        run = folder / "runs" / str(entry["runs"].get("detect") or "")
-        if not entry["runs"].get("detect") or not (run / "run.sqlite").exists():
-            continue
+    for spec, run in detect_runs(folder, manifest):
         with RunStore(run) as store:
             blind = (store.get_meta("detect_report") or {}).get("blind")
         if not blind:
             continue
         same = next((r for r in results if r["blind"] == blind), None)
         if same is None:
-            results.append({"models": [entry["spec"]], "blind": blind})
+            results.append({"models": [spec], "blind": blind})
         else:
-            same["models"].append(entry["spec"])
+            same["models"].append(spec)
     return {"results": results} if results else None
 
 

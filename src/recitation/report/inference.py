@@ -15,7 +15,7 @@ import numpy as np
 from recitation.metrics.dataset_inference import dataset_inference
 from recitation.records import DetectRecord, oriented_scores
 from recitation.report.sections import Section
-from recitation.report.stores import detect_records
+from recitation.report.stores import detect_records, detect_runs
 from recitation.report.table import fmt
 from recitation.runs.store import RunStore
 
@@ -56,11 +56,7 @@ def _one(run: Path, seed: int) -> dict[str, Any]:
 def collect(folder: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
     """``{model spec: the test's result}`` for the models with a detect run."""
     seed = int((manifest.get("settings") or {}).get("seed", 0))
-    out = {}
-    for entry in manifest["models"]:
-        if (name := entry["runs"].get("detect")) and (folder / "runs" / name / "run.sqlite"
-                                                      ).exists():
-            out[entry["spec"]] = _one(folder / "runs" / name, seed)
+    out = {spec: _one(run, seed) for spec, run in detect_runs(folder, manifest)}
     return out or None
 
 

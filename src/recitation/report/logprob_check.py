@@ -12,13 +12,12 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from recitation.records import LOGPROB_CHECK_META, LOGPROB_WITHHELD
 from recitation.report.sections import Section
-from recitation.report.stores import detect_records
+from recitation.report.stores import detect_records, detect_runs
 from recitation.report.table import fmt
 from recitation.runs.store import RunStore
 
-META_PREFIX = "logprob_check:"  # as recitation.detect.logprob_gate writes it
-MARK = "integrity check of"  # in a detector's error when the check withheld log-probs
 WHAT = ("Before a detect run uses a model's log-probabilities, a few fixed public-domain "
         "texts are scored (and two greedy continuations generated) and the answers held to "
         "invariants any correct causal language model satisfies: finite, at most 0, not "
@@ -37,7 +36,7 @@ NOT_GUARANTEED = ("What it does not guarantee: it checks that the numbers are co
 def _checks(run: Path) -> list[dict[str, Any]]:
     with RunStore(run) as store:
         meta = store.all_meta()
-    return [v for k, v in sorted(meta.items()) if k.startswith(META_PREFIX)]
+    return [v for k, v in sorted(meta.items()) if k.startswith(LOGPROB_CHECK_META)]
 
 
 def left_out(run: Path) -> dict[str, str]:
@@ -46,22 +45,16 @@ def left_out(run: Path) -> dict[str, str]:
     for rec in detect_records(run):
         for err in rec.errors:
             family, _, why = err.partition(": ")
-            if MARK in why and family not in out:
-                out[family] = why[why.index("the log-probability"):]
+            if LOGPROB_WITHHELD in why and family not in out:
+                out[family] = why[why.index(LOGPROB_WITHHELD):]
     return out
 
 
 def collect(folder: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
     """``{"models": [{"spec", "checks": [...], "left_out": {...}}]}`` for the models whose
     detect run checked log-probabilities."""
-    models = []
-    for entry in manifest["models"]:
-        run_id = entry["runs"].get("detect")
-        run = folder / "runs" / str(run_id or "")
-        if not run_id or not (run / "run.sqlite").exists():
-            continue
-        if checks := _checks(run):
-            models.append({"spec": entry["spec"], "checks": checks, "left_out": left_out(run)})
+    models = [{"spec": spec, "checks": checks, "left_out": left_out(run)}
+              for spec, run in detect_runs(folder, manifest) if (checks := _checks(run))]
     return {"models": models} if models else None
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import Any
 
 from recitation.records import DetectRecord
 from recitation.runs.store import DB_NAME, RunStore
@@ -28,6 +29,17 @@ def _detect(run: str, stamp: tuple[tuple[int, int], ...]) -> tuple[DetectRecord,
 def detect_records(run: Path) -> tuple[DetectRecord, ...]:
     """The detect run's records, typed, parsed once while the run is unchanged."""
     return _detect(str(run.resolve()), _stamp(run))
+
+
+def detect_runs(folder: Path, manifest: dict[str, Any]) -> list[tuple[str, Path]]:
+    """``(model spec, run folder)`` of each model of the audit whose detect run is stored
+    (the sections that read detect runs take them from here)."""
+    out = []
+    for entry in manifest["models"]:
+        name = entry["runs"].get("detect")
+        if name and (folder / "runs" / name / DB_NAME).exists():
+            out.append((entry["spec"], folder / "runs" / name))
+    return out
 
 
 def parses() -> int:
