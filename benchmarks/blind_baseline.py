@@ -22,6 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from doc_markers import write_between  # benchmarks/ is on sys.path when run as a script
+
 from recitation.detect.blind import blind_baseline
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,16 +111,10 @@ def table(records: list[dict[str, Any]]) -> str:
 
 
 def write_docs(records: list[dict[str, Any]]) -> None:
-    text = DOCS.read_text(encoding="utf-8")
-    if START not in text or END not in text:
-        raise SystemExit(f"{DOCS}: the markers {START} / {END} are missing")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
     note = (f"Written by `benchmarks/blind_baseline.py` on {datetime.date.today().isoformat()} "
             f"from its records (`benchmarks/blind_baseline.json`; seed {records[0]['seed']}, "
             f"1,000 bootstrap resamples, threshold {records[0]['threshold']:g}):")
-    DOCS.write_text(f"{head}{START}\n{note}\n\n{table(records)}\n{END}{tail}",
-                    encoding="utf-8")
+    write_between(DOCS, START, END, f"{note}\n\n{table(records)}")
 
 
 def main() -> None:

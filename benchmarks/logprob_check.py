@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from doc_markers import write_between  # benchmarks/ is on sys.path when run as a script
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "detection.md"
 RECORDS = ROOT / "benchmarks" / "logprob_check.json"
@@ -205,11 +207,6 @@ def table(records: list[dict[str, Any]]) -> str:
 
 def write_docs(records: list[dict[str, Any]], repeats: int) -> None:
     """The table between the markers of docs/detection.md, with the command and the date."""
-    text = DOCS.read_text(encoding="utf-8")
-    if START not in text or END not in text:
-        raise SystemExit(f"{DOCS}: the markers {START} / {END} are missing")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
     skipped = [r["label"] for r in records if not r["ran"]]
     note = (f"Written by `benchmarks/logprob_check.py` on {datetime.date.today().isoformat()} "
             "from its records (`benchmarks/logprob_check.json`): the figures of "
@@ -224,8 +221,7 @@ def write_docs(records: list[dict[str, Any]], repeats: int) -> None:
         note += f" vLLM's server took {started[0]:.0f} s to start."
     if skipped:
         note += f" Not run: {', '.join(skipped)}."
-    DOCS.write_text(f"{head}{START}\n{note}\n\n{table(records)}\n{END}{tail}",
-                    encoding="utf-8")
+    write_between(DOCS, START, END, f"{note}\n\n{table(records)}")
 
 
 def main() -> None:

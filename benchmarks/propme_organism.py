@@ -24,6 +24,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from doc_markers import write_between  # benchmarks/ is on sys.path when run as a script
+
 from recitation.trace.sources import iter_corpus
 
 DATA = Path(os.environ.get("RECITATION_DATA", Path(__file__).resolve().parents[2] / "shared"
@@ -107,17 +109,12 @@ def write_docs(table: str, args: argparse.Namespace) -> None:
     """The table between the markers of docs/tracing.md, with the command and the date."""
     import datetime
 
-    text = DOCS.read_text(encoding="utf-8")
-    if START not in text or END not in text:
-        raise SystemExit(f"{DOCS}: the markers {START} / {END} are missing")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
     note = (f"Written by `benchmarks/propme_organism.py --n {args.n} --max-new-tokens "
             f"{args.max_new_tokens} --prefix-words {args.prefix_words}` on "
             f"{datetime.date.today().isoformat()} (organism:{args.organism}:epoch{args.epoch}"
             ", 16-word prefixes, generic prompts from the packaged sentences, specific ones "
             "written by SmolLM2):")
-    DOCS.write_text(f"{head}{START}\n{note}\n\n{table}\n{END}{tail}", encoding="utf-8")
+    write_between(DOCS, START, END, f"{note}\n\n{table}")
 
 if __name__ == "__main__":
     main()
