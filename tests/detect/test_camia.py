@@ -10,14 +10,22 @@ from pathlib import Path
 
 import pytest
 
-from recitation.detect.camia import DIRECTIONS, camia_score, signals_of
+from recitation.detect.camia import (
+    DIRECTIONS,
+    camia_score,
+    check_signs,
+    signals_of,
+    signs_by_label,
+)
 from recitation.detect.camia_signals import (
+    KEYS,
     approximate_entropy,
     base_signals,
     camia_signals,
     copies,
     count_above_pre,
     group_of,
+    key_of,
     lz_complexity,
     repeated,
     slope,
@@ -96,6 +104,12 @@ def test_all_75_signals_in_their_groups() -> None:
     s = camia_signals(x, ids, rep_lp, rep_ids)
     assert len(s) == 75
     assert {group_of(k) for k in s} == set(DIRECTIONS)
+    # the authors' 25 keys (run_ours_train_lr.py), 3 signals each
+    assert len(KEYS) == 25 and {key_of(k) for k in s} == set(KEYS)
+    assert all(sum(key_of(k) == key for k in s) == 3 for key in KEYS)
+    assert (key_of("diff1_loss_200"), key_of("diff2_lz_4"), key_of("lz_3"),
+            key_of("count_above_pre_all"), key_of("count_above_2")) == (
+        "diff1_loss", "diff2_lz", "lz", "count_above_pre", "count_above")
 
 
 def test_p_values_and_their_mean() -> None:
@@ -110,6 +124,86 @@ def test_p_values_and_their_mean() -> None:
     pop2 = [{"loss_full": -v, "lz_3": v} for v in (1.0, 2.0, 3.0, 4.0)]
     # lz kept (lower is member-like): 4.5 is above all, p = 1; mean (0 + 1) / 2
     assert camia_score({"loss_full": -0.5, "lz_3": 4.5}, pop2) == pytest.approx(-0.5)
+
+
+def _as_groups() -> dict[str, int]:
+    return {k: DIRECTIONS[group_of(k)] for k in KEYS}
+
+
+def test_per_key_signs_orient_each_key_alone() -> None:
+    """Population loss_full oriented by the default (-1): 1, 2, 3, 4; the text's -0.5 -> 0.5
+    is below all, p = 0. Signs that only flip diff1_loss keep loss_full's p = 0 and turn
+    diff1_loss_full (population 1..4, the text 4.5, above all) from p = 0 (negated: -4.5
+    below -1..-4) to p = 1, so the score falls from 0 to -(0 + 1) / 2."""
+    pop = [{"loss_full": -v, "diff1_loss_full": v} for v in (1.0, 2.0, 3.0, 4.0)]
+    text = {"loss_full": -0.5, "diff1_loss_full": 4.5}
+    assert camia_score(text, pop) == 0.0  # one sign per group: both negated
+    assert camia_score(text, pop, _as_groups()) == 0.0  # the groups' signs per key: the same
+    flipped = _as_groups() | {"diff1_loss": 1}
+    assert camia_score(text, pop, flipped) == pytest.approx(-0.5)
+
+
+def test_per_key_signs_as_the_groups_leave_every_score_unchanged() -> None:
+    """On all 75 signals (names from a real trajectory, values seeded and distinct): the
+    groups' signs given per key score as the default; every key flipped turns each p-value
+    (no ties: the share of the population below) into 1 - p, so -mean(p) into mean(p) - 1."""
+    import random
+
+    x = [-(i % 7) * 0.5 - 0.1 for i in range(40)]
+    ids = list(range(41))
+    rep_ids = ids + [99] + ids[1:] + [99] + ids[1:] + [99] + ids[1:] + [99] + ids[1:]
+    names = list(camia_signals(x, ids, [-0.1] * (len(rep_ids) - 1), rep_ids))
+    rng = random.Random(3)
+    pop = [{k: rng.random() for k in names} for _ in range(7)]
+    for _ in range(3):
+        text = {k: rng.random() for k in names}
+        plain = camia_score(text, pop)
+        assert camia_score(text, pop, _as_groups()) == plain
+        flipped = camia_score(text, pop, {k: -v for k, v in _as_groups().items()})
+        assert flipped == pytest.approx(-1 - plain, abs=1e-12)
+        assert flipped != pytest.approx(plain)
+
+
+def test_signs_by_label_per_key_and_per_group() -> None:
+    """Members score higher on loss_full (negate: -1) but lower on diff1_loss_full (1): per
+    key the two differ; per group, the mean over both (members 1.5, non-members 0.5) says
+    -1."""
+    sigs = [{"loss_full": 3.0, "diff1_loss_full": 0.0}, {"loss_full": 0.0,
+                                                          "diff1_loss_full": 1.0}]
+    assert signs_by_label(sigs, [True, False]) == {"loss": -1, "diff1_loss": 1}
+    assert signs_by_label(sigs, [True, False], per_key=False) == {"loss": -1}
+
+
+def test_camia_signs_are_checked() -> None:
+    from recitation.errors import ConfigError
+    from recitation.runs.jobs import make_job
+
+    assert check_signs(_as_groups()) == _as_groups()
+    for bad in ({k: v for k, v in _as_groups().items() if k != "slope"},
+                _as_groups() | {"loss": 2}, _as_groups() | {"lz_complexity": 1}):
+        with pytest.raises(ConfigError, match="camia_signs"):
+            check_signs(bad)
+        with pytest.raises(ConfigError, match="camia_signs"):
+            make_job("detect", {"detectors": ["camia"], "camia_signs": bad}, seed=0)
+    job = make_job("detect", {"detectors": ["camia"], "camia_signs": _as_groups()}, seed=0)
+    assert job.params.camia_signs == _as_groups()
+
+
+def test_camia_signs_and_samia_words_from_the_command_line(tmp_path: Path) -> None:
+    from recitation.cli import build_parser
+    from recitation.detect.cli import _params
+    from recitation.errors import ConfigError
+
+    p = _params(build_parser().parse_args(["detect"]))
+    assert p["samia_words"] == "authors" and p.get("camia_signs") is None
+    path = tmp_path / "signs.json"
+    path.write_text(json.dumps(_as_groups()), encoding="utf-8")
+    p = _params(build_parser().parse_args(["detect", "--samia-words", "whitespace",
+                                           "--camia-signs", str(path)]))
+    assert p["samia_words"] == "whitespace" and p["camia_signs"] == _as_groups()
+    path.write_text("[1, -1]", encoding="utf-8")
+    with pytest.raises(ConfigError, match="--camia-signs"):
+        _params(build_parser().parse_args(["detect", "--camia-signs", str(path)]))
 
 
 def test_signals_of_token_scores_use_ids_or_tokens() -> None:
@@ -156,3 +250,36 @@ async def test_detect_job_on_the_organism(quick, tmp_path: Path) -> None:  # typ
     population = [signals_of(a, b) for a, b in zip(got[:4], got[4:], strict=True)]
     (mine,) = [s["score"] for s in recs[0]["scores"]]
     assert mine == pytest.approx(camia_score(signals_of(plain, rep), population), abs=1e-9)
+
+
+def test_camia_signs_reach_the_detector(tmp_path: Path) -> None:
+    """A detect run on the scripted model (words as tokens): the groups' signs given per key
+    score as the default; every key flipped changes the scores."""
+    import asyncio
+    import random
+
+    from recitation.models.scripted import ScriptedModel
+    from recitation.runs.jobs import make_job
+
+    rng = random.Random(1)
+    vocab = ["a", "to", "the", "word", "house", "garden", "remember", "particular"]
+
+    def jsonl(path: Path, n: int) -> str:
+        rows = [" ".join(rng.choice(vocab) for _ in range(30)) for _ in range(n)]
+        path.write_text("".join(json.dumps({"text": t}) + "\n" for t in rows))
+        return str(path)
+
+    base = {"members": [jsonl(tmp_path / "m.jsonl", 4)],
+            "controls": [jsonl(tmp_path / "c.jsonl", 10)], "detectors": ["camia"],
+            "n_bootstrap": 0}
+
+    def scores(signs: dict[str, int] | None) -> list[float]:
+        job = make_job("detect", base | {"camia_signs": signs}, seed=0)
+        recs = asyncio.run(job.run_items(job.items(), ScriptedModel()))
+        assert not [e for r in recs for e in r["errors"]]
+        return [s["score"] for r in recs for s in r["scores"] if s["detector"] == "camia"]
+
+    default = scores(None)
+    assert len(default) == 14 - 3  # 30% of 10 controls calibrate
+    assert scores(_as_groups()) == default
+    assert scores({k: -v for k, v in _as_groups().items()}) != default

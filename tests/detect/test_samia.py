@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import zlib
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from recitation.detect.samia import (
     rouge1_recall,
     samia_scores,
     suffix_words,
+    words_of,
 )
 from recitation.models.base import Capabilities, GenerationRequest
 from recitation.models.scripted import ScriptedModel
@@ -47,6 +49,52 @@ def test_samia_by_hand() -> None:
     assert got["samia_zlib"] == pytest.approx(len(zlib.compress(b"e f g")) / 2)
     with pytest.raises(ValueError, match="at least one"):
         samia_scores(TEXT, [])
+
+
+def _split_by_hand(text: str, seps: str) -> list[str]:
+    """Brute force: a word is a maximal run of characters none of which is in ``seps``."""
+    out, cur = [], ""
+    for ch in text:
+        if ch in seps:
+            if cur:
+                out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return out + ([cur] if cur else [])
+
+
+def test_words_split_on_spaces_or_on_any_whitespace() -> None:
+    wrapped = "the cat\nsat on\nthe  mat\n"
+    assert words_of(wrapped) == ["the", "cat\nsat", "on\nthe", "mat\n"]  # theirs
+    assert words_of(wrapped, "whitespace") == ["the", "cat", "sat", "on", "the", "mat"]
+    rng = random.Random(0)
+    for _ in range(300):
+        text = "".join(rng.choice("ab  \n\t\r") for _ in range(rng.randrange(25)))
+        assert words_of(text, "authors") == _split_by_hand(text, " ")
+        assert words_of(text, "whitespace") == _split_by_hand(text, " \n\t\r")
+    with pytest.raises(ValueError, match="samia_words"):
+        words_of("a b", "tabs")  # type: ignore[arg-type]
+
+
+def test_hard_wrapped_text_by_hand() -> None:
+    """n = 8 whitespace words, prefix "a b c d", round(4) = 4 words dropped.
+    Reference with a newline: theirs ["a", "b", "c", "d", "e", "f\\ng", "h"] less 4 is
+    ["e", "f\\ng", "h"]; the candidate "a b c d e f g h" less 4 is [e, f, g, h]: e and h
+    match, 2 / 3; on any whitespace the reference is [e, f, g, h]: 4 / 4.
+    A candidate wrapped by the model: theirs ["a", "b", "c", "d\\ne", "f\\ng", "h"] less 4
+    is ["f\\ng", "h"] against [e, f, g, h]: 1 / 4; on any whitespace 4 / 4."""
+    ref_wrapped = "a b c d e f\ng h"
+    assert samia_scores(ref_wrapped, [" e f g h"])["samia"] == pytest.approx(2 / 3)
+    assert samia_scores(ref_wrapped, [" e f g h"], words="whitespace")["samia"] == 1.0
+    plain = "a b c d e f g h"
+    assert samia_scores(plain, ["\ne f\ng h"])["samia"] == pytest.approx(1 / 4)
+    got = samia_scores(plain, ["\ne f\ng h"], words="whitespace")
+    assert got["samia"] == 1.0
+    assert got["samia_zlib"] == pytest.approx(len(zlib.compress(b"e f g h")))
+    # without a newline the two splits agree
+    assert samia_scores(plain, [" e f x h"]) == samia_scores(plain, [" e f x h"],
+                                                             words="whitespace")
 
 
 class _BlackBox(ScriptedModel):
@@ -124,3 +172,39 @@ def test_top_k_reaches_a_served_model_through_the_openai_backend() -> None:
         (g,) = asyncio.run(m.generate([req]))
     assert g.text == "ok" and seen[0].top_k == 50
     assert "top_k" not in GenerationRequest(prompt="x").to_dict()  # cache keys unchanged
+
+
+class _Wrapping(_BlackBox):
+    """Continues members with their true second half, hard-wrapped: one word a line."""
+
+    def _answer(self, req: GenerationRequest) -> str:
+        got = super()._answer(req)
+        return " " + got[1:].replace(" ", "\n")
+
+
+@pytest.mark.parametrize(("words", "member_score"), [("authors", 0.0), ("whitespace", 1.0)])
+def test_samia_words_and_max_tokens_reach_the_detector(tmp_path: Path, words: str,
+                                                       member_score: float) -> None:
+    """11 words, prefix of 5, 6 dropped. The continuation " three\\nfour...\\neight" makes
+    the candidate's 6th space-separated word the whole rest: theirs leaves no candidate
+    word (0.0); on any whitespace, the member's own words (1.0)."""
+    members = [f"member text {i} one two three four five six seven eight" for i in range(3)]
+    controls = [f"control words {i} alpha beta gamma delta epsilon zeta eta" for i in range(3)]
+    params = {"members": [_jsonl(tmp_path / "m.jsonl", members)],
+              "controls": [_jsonl(tmp_path / "c.jsonl", controls)], "detectors": ["samia"],
+              "samia_samples": 2, "samia_max_tokens": 1024, "samia_words": words,
+              "n_bootstrap": 0}
+    model = _Wrapping({prefix_of(t): t for t in members + controls})
+    job = make_job("detect", params, seed=0)
+    records = asyncio.run(job.run_items(job.items(), model))
+    scores = {r["sample"]["id"]: {s["detector"]: s["score"] for s in r["scores"]}
+              for r in records}
+    assert all(scores[f"m:{i}"]["samia"] == member_score for i in range(3))
+    assert {r.max_tokens for r in model.seen} == {1024}  # the authors' 1,024 new tokens
+
+
+def test_samia_words_refuses_other_splits() -> None:
+    from recitation.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="samia_words"):
+        make_job("detect", {"detectors": ["samia"], "samia_words": "tabs"}, seed=0)

@@ -15,20 +15,24 @@ the run's seed; they calibrate CAMIA and get no CAMIA score, so CAMIA's own thre
 AUC use the other controls (as ReCaLL's prefix controls). CAMIA needs no reference model, but
 needs controls from the distribution of the audited texts.
 
-Directions: the authors negate each group whose mean over members exceeds its mean over
+Directions: the authors negate each of their 25 keys (:data:`KEYS`: a family, or a family's
+difference between copies, of 3 signals each) whose mean over members exceeds its mean over
 non-members, from the labels of the whole evaluation set (test targets included). A detector
-cannot see labels, so ours are fixed: measured once on a development set, the quick organism
-at epoch 2 (15 members, 15 non-members; ``benchmarks/camia_directions.py``), and kept in
-:data:`DIRECTIONS`. Differences: docs/detection.md.
+cannot see labels, so ours are fixed: by default one sign per group of 11 (a family with its
+two copy differences), measured once on a development set, the quick organism at epoch 2 (15
+members, 15 non-members; ``benchmarks/camia_directions.py``), and kept in
+:data:`DIRECTIONS`; ``camia_signs`` gives one sign per key instead, as the authors (measured
+on a development organism with the same script, ``--keys``). Differences: docs/detection.md.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from recitation.detect.camia_signals import camia_signals, group_of, repeated
+from recitation.detect.camia_signals import KEYS, camia_signals, group_of, key_of, repeated
 from recitation.detect.samples import Sample
 from recitation.detect.scoring import DetectorScore, SampleResult, ScoringContext
 from recitation.errors import ConfigError
@@ -56,17 +60,53 @@ def signals_of(plain: TokenScores, rep: TokenScores) -> dict[str, float]:
     return camia_signals(plain.logprobs, ids, rep.logprobs, rep_ids)
 
 
-def oriented(signals: Mapping[str, float]) -> dict[str, float]:
+def check_signs(signs: Mapping[str, int]) -> dict[str, int]:
+    """Per-key signs (``camia_signs``): each of the 25 :data:`KEYS` once, -1 (negated:
+    members score higher) or 1; anything else a ConfigError naming the keys."""
+    unknown = sorted(set(signs) - set(KEYS))
+    missing = [k for k in KEYS if k not in signs]
+    bad = {k: v for k, v in signs.items() if v not in (-1, 1)}
+    if unknown or missing or bad:
+        raise ConfigError(f"camia_signs: give -1 or 1 for each of the 25 keys "
+                          f"({', '.join(KEYS)}); unknown: {unknown or 'none'}, missing: "
+                          f"{missing or 'none'}, not -1 or 1: {bad or 'none'}")
+    return {k: int(signs[k]) for k in KEYS}
+
+
+def signs_by_label(signals: Sequence[Mapping[str, float]], members: Sequence[bool],
+                   per_key: bool = True) -> dict[str, int]:
+    """The authors' rule on labelled texts: a key (``per_key``, theirs) or a group (ours)
+    is negated (-1) when the mean of all its signals over members exceeds that over
+    non-members, else 1. For a development set only: it reads the labels."""
+    by = key_of if per_key else group_of
+    sums: dict[str, dict[bool, list[float]]] = {}
+    for sig, member in zip(signals, members, strict=True):
+        for k, v in sig.items():
+            sums.setdefault(by(k), {True: [], False: []})[bool(member)].append(v)
+    return {g: -1 if _mean(s[True]) > _mean(s[False]) else 1 for g, s in sums.items()}
+
+
+def _mean(v: Sequence[float]) -> float:
+    return sum(v) / len(v) if v else math.nan
+
+
+def oriented(signals: Mapping[str, float], signs: Mapping[str, int] | None = None
+             ) -> dict[str, float]:
+    """Each signal times its sign: its key's in ``signs`` where given, else its group's in
+    :data:`DIRECTIONS`."""
+    if signs is not None:
+        return {k: v * signs[key_of(k)] for k, v in signals.items()}
     return {k: v * DIRECTIONS[group_of(k)] for k, v in signals.items()}
 
 
-def camia_score(signals: Mapping[str, float], population: Sequence[Mapping[str, float]]
-                ) -> float:
+def camia_score(signals: Mapping[str, float], population: Sequence[Mapping[str, float]],
+                signs: Mapping[str, int] | None = None) -> float:
     """Minus the mean over signals of the p-value of the (oriented) signal among the
-    population's (scipy's ``percentileofscore``, ``kind="rank"``)."""
+    population's (scipy's ``percentileofscore``, ``kind="rank"``); ``signs`` per key
+    (:func:`check_signs`), else :data:`DIRECTIONS` per group."""
     from scipy.stats import percentileofscore
 
-    mine, pop = oriented(signals), [oriented(p) for p in population]
+    mine, pop = oriented(signals, signs), [oriented(p, signs) for p in population]
     ps = [percentileofscore([p[k] for p in pop], v, kind="rank") / 100 for k, v in mine.items()]
     return float(-sum(ps) / len(ps))
 
@@ -128,7 +168,8 @@ class CamiaDetector:
                 out[s.id] = SampleResult(fields={"camia_population": True})
                 continue
             try:
-                v = camia_score(signals_of(plain[i], next(reps)), population)
+                v = camia_score(signals_of(plain[i], next(reps)), population,
+                                ctx.params.camia_signs)
             except ValueError as e:
                 out[s.id] = SampleResult(error=str(e))
                 continue
@@ -151,4 +192,4 @@ CAMIA = MethodInfo(
     summary="75 signals of the loss trajectory (and of the text repeated), each a p-value "
     "among a population of 30% of the controls (which get no score); minus their mean; "
     "higher means member",
-    runner="recitation.detect.camia:CamiaDetector")
+    runner="recitation.detect.camia:CamiaDetector", options=("camia_signs",))

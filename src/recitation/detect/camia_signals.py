@@ -159,7 +159,8 @@ def repeated(text: str, copies_: int = COPIES) -> str:
 
 
 def group_of(signal: str) -> str:
-    """The authors' key-group of a signal: its family, with its two copy differences."""
+    """A signal's family, its two copy differences included (``diff1_loss_200`` ->
+    ``loss``): the 11 groups of :data:`recitation.detect.camia.DIRECTIONS`."""
     name = signal.removeprefix("diff1_").removeprefix("diff2_")
     for family in ("count_above_pre", "approximate_entropy", "slope", "calibrated_loss",
                    "calibrated_ppl", "token_diversity", "count_mean", "count_above", "loss",
@@ -167,3 +168,26 @@ def group_of(signal: str) -> str:
         if name.startswith(family):
             return family
     raise ValueError(f"unknown CAMIA signal {signal!r}")
+
+
+FAMILIES: tuple[str, ...] = ("loss", "ppl", "count_above", "lz", "token_diversity",
+                             "count_mean", "calibrated_loss", "calibrated_ppl")
+"""The single-trajectory families, in the authors' order (``collect_all_features`` less
+``find_t``, which they filter out)."""
+
+KEYS: tuple[str, ...] = tuple(
+    k for f in FAMILIES for k in ((f,) if f == "token_diversity" else
+                                  (f, f"diff1_{f}", f"diff2_{f}"))
+) + ("slope", "approximate_entropy", "count_above_pre")
+"""The authors' 25 keys, each of 3 signals (``run_ours_train_lr.py``'s
+``extracted_features_single``; theirs ``lz_complexity`` is ``lz`` here, theirs
+``overall_diff_1_KEY`` / ``overall_diff_2_KEY`` are ``diff1_KEY`` / ``diff2_KEY``)."""
+
+
+def key_of(signal: str) -> str:
+    """The authors' key of a signal: its family with its copy difference (``diff1_loss_200``
+    -> ``diff1_loss``, ``lz_3`` -> ``lz``)."""
+    for diff in ("diff1_", "diff2_"):
+        if signal.startswith(diff):
+            return diff + group_of(signal)
+    return group_of(signal)

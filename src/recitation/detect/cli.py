@@ -130,6 +130,10 @@ def _add_scoring_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--samia-max-tokens", type=int, default=None, metavar="N",
                    help="SaMIA: new tokens per continuation (default: 1,024 less the "
                    "prompt, the authors' max_length)")
+    p.add_argument("--samia-words", default=None, choices=["authors", "whitespace"],
+                   help="SaMIA: split the candidates and the reference on single spaces "
+                   "(authors: split(\" \"), a newline stays inside a word) or on any "
+                   "whitespace (ours, for hard-wrapped text)")
     p.add_argument("--neighbours", type=int, default=None, metavar="N",
                    help="neighbourhood: one-word neighbours per sample (MIMIR's)")
     p.add_argument("--ezmia-max-tokens", type=int, default=None, metavar="N",
@@ -137,6 +141,10 @@ def _add_scoring_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ezmia-saturate", action="store_true", default=None,
                    help="EZ-MIA (ours): a text the fine-tune gets right almost everywhere, or "
                    "whose every error-zone token gained, scores highest instead of 0.0")
+    p.add_argument("--camia-signs", default=None, metavar="FILE",
+                   help="CAMIA: a JSON object of -1 or 1 for each of the authors' 25 keys "
+                   "(benchmarks/camia_directions.py --keys writes one from a development "
+                   "organism); default: one fixed sign per group of 11")
 
 
 def _add_pearl_options(p: argparse.ArgumentParser) -> None:
@@ -177,7 +185,7 @@ PARAMS: tuple[str, ...] = (
     "max_intensity", "temperature", "gfd_tau", "bitflip_scale", "bitflip_tokenizer",
     "sensitivity", "ncd", "passage_words", "max_new_tokens", "target_fpr", "calibration",
     "n_bootstrap", "reference_prefix", "min_k_ngram", "recall_shots", "dcpdd_corpus",
-    "dcpdd_a", "tokenizer", "samia_samples", "samia_max_tokens", "neighbours",
+    "dcpdd_a", "tokenizer", "samia_samples", "samia_max_tokens", "samia_words", "neighbours",
     "ezmia_max_tokens", "ezmia_saturate", "signals")
 """The options that are DetectParams fields of the same name: an option left out takes the
 field's default (:func:`_params`), the one place it is written."""
@@ -216,10 +224,27 @@ def _params(args: argparse.Namespace) -> dict[str, Any]:
 
         params["detector_options"] = check_options(  # typed values in the run's config
             "detector", parse_pairs(args.detector_option), params["detectors"])
+    if getattr(args, "camia_signs", None):
+        params["camia_signs"] = _json_object(args.camia_signs, "--camia-signs")
     if args.reference_model:
         params["reference_model"] = _model_spec(args.reference_model, args.reference_backend,
                                                 None, None, "--reference-model")
     return params
+
+
+def _json_object(path: str, flag: str) -> dict[str, Any]:
+    """The JSON object in the file ``path`` (a ConfigError naming ``flag`` otherwise)."""
+    import json
+
+    from recitation.errors import ConfigError
+
+    try:
+        got = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{flag} {path}: {e}") from None
+    if not isinstance(got, dict):
+        raise ConfigError(f"{flag} {path}: not a JSON object")
+    return got
 
 
 def _model_spec(spec: str, backend: str | None, base_url: str | None, key_env: str | None,

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from recitation import methods
+from recitation.detect.camia import check_signs
 from recitation.detect.dcpdd import DEFAULT_A as DEFAULT_DCPDD_A
 from recitation.detect.dcpdd import DEFAULT_CORPUS as DEFAULT_DCPDD_CORPUS
 from recitation.detect.ezmia import MAX_TOKENS as EZMIA_MAX_TOKENS
@@ -51,6 +52,7 @@ from recitation.detect.perturb import (
 )
 from recitation.detect.recall import DEFAULT_SHOTS as DEFAULT_RECALL_SHOTS
 from recitation.detect.samia import DEFAULT_SAMPLES as DEFAULT_SAMIA_SAMPLES
+from recitation.detect.samia import SamiaWords
 from recitation.detect.samples import Sample, load_samples, source_file
 from recitation.detect.scoring import SampleResult, ScoringDetector
 from recitation.errors import ConfigError
@@ -103,9 +105,11 @@ class DetectParams(BaseModel):
     tokenizer: TokenizerPath | None = None
     samia_samples: int = Field(DEFAULT_SAMIA_SAMPLES, ge=1)  # SaMIA's continuations per sample
     samia_max_tokens: int | None = Field(None, ge=1)  # None: 1,024 less the prompt (theirs)
+    samia_words: SamiaWords = "authors"  # theirs: split(" "); "whitespace": str.split()
     neighbours: int = Field(DEFAULT_NEIGHBOURS, ge=1)  # the neighbourhood attack's (MIMIR's)
     ezmia_max_tokens: int = Field(EZMIA_MAX_TOKENS, ge=3)  # EZ-MIA's sequence_length (theirs)
     ezmia_saturate: bool = False  # ours: the best-known texts score highest, not 0.0
+    camia_signs: dict[str, int] | None = None  # per key (theirs); None: DIRECTIONS per group
     target_fpr: float = Field(0.05, gt=0, lt=1)
     # conformal: out-of-sample FPR <= target (default); empirical: the former in-sample one
     calibration: Literal["conformal", "empirical"] = "conformal"
@@ -127,6 +131,14 @@ class DetectParams(BaseModel):
                         ) -> dict[str, dict[str, Any]]:
         try:
             return check_options("detector", v, info.data.get("detectors"))
+        except ConfigError as e:
+            raise ValueError(str(e)) from None
+
+    @field_validator("camia_signs")
+    @classmethod
+    def _camia_signs(cls, v: dict[str, int] | None) -> dict[str, int] | None:
+        try:
+            return None if v is None else check_signs(v)
         except ConfigError as e:
             raise ValueError(str(e)) from None
 

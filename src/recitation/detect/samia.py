@@ -2,15 +2,16 @@
 Attacks"), as the authors' code computes it (nlp-titech/samia: ``sampling.py``,
 ``eval_samia.py``): a black-box detector for models that give text but no log-probabilities.
 
-For a sample of n words (split on whitespace):
+For a sample of n words (split on any whitespace, as theirs ``get_prefix``):
 
 * the prefix is its first ``int(n * 0.5)`` words joined by single spaces;
 * the model continues the prefix ``samples`` times (default 10) by sampling at temperature
   1 among the 50 likeliest tokens (``top_k=50, top_p=1``), up to 1,024 tokens prompt
   included (``max_length=1024``; here ``1024 - `` the prompt's estimated tokens new tokens);
 * each candidate is the prompt followed by its continuation (the authors decode the whole
-  sequence), split on single spaces with empty strings dropped, less its first
-  ``round(n * 0.5)`` words; the reference is the sample split the same way, less as many;
+  sequence), split on single spaces with empty strings dropped (``get_suffix``), less its
+  first ``round(n * 0.5)`` words; the reference is the sample split the same way, less as
+  many;
 * ``samia`` is the mean over the candidates of ROUGE-1 recall (unigram counts clipped to the
   reference's, over the reference's length); ``samia_zlib`` multiplies each candidate's
   recall by the zlib-compressed length of its words joined by spaces. Higher means member.
@@ -18,6 +19,12 @@ For a sample of n words (split on whitespace):
 The authors' ``text_length`` is the WikiMIA length bucket (32, 64, ...); here it is the
 sample's own word count, so the candidate and reference drop the same number of words as
 the prompt holds (the two coincide on WikiMIA). Differences are listed in docs/detection.md.
+
+``samia_words`` chooses how the candidates and the reference are split into words:
+``"authors"`` (the default) as ``get_suffix``, ``split(" ")``, so a newline joins the words on
+either side of it into one and hard-wrapped text loses words from the comparison (and the
+count of words dropped, taken from the whitespace split, falls further into the second half);
+``"whitespace"`` (ours) splits on any whitespace, as the prefix and ``n`` are counted.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ import hashlib
 import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from recitation.corpus.tokenize import estimate_tokens
 from recitation.detect.samples import Sample
@@ -38,6 +45,8 @@ DEFAULT_SAMPLES = 10
 PREFIX_RATIO = 0.5
 MAX_LENGTH = 1024  # prompt and continuation, as the authors' generate(max_length=1024)
 TOP_K = 50
+SamiaWords = Literal["authors", "whitespace"]
+DEFAULT_WORDS: SamiaWords = "authors"
 
 
 def prefix_of(text: str, ratio: float = PREFIX_RATIO) -> str:
@@ -46,11 +55,21 @@ def prefix_of(text: str, ratio: float = PREFIX_RATIO) -> str:
     return " ".join(words[: int(len(words) * ratio)])
 
 
-def suffix_words(text: str, ratio: float, length: int) -> list[str]:
-    """``text`` split on single spaces (empty strings dropped), less its first
-    ``round(length * ratio)`` words (Python's rounding, as theirs)."""
-    words = [w for w in text.split(" ") if w != ""]
-    return words[round(length * ratio):]
+def words_of(text: str, words: SamiaWords = DEFAULT_WORDS) -> list[str]:
+    """``text``'s words: split on single spaces, empty strings dropped (``"authors"``: a
+    newline or tab stays inside a word), or on any whitespace (``"whitespace"``)."""
+    if words == "whitespace":
+        return text.split()
+    if words == "authors":
+        return [w for w in text.split(" ") if w != ""]
+    raise ValueError(f"samia_words: {words!r} is not 'authors' or 'whitespace'")
+
+
+def suffix_words(text: str, ratio: float, length: int, words: SamiaWords = DEFAULT_WORDS
+                 ) -> list[str]:
+    """``text``'s words (:func:`words_of`), less its first ``round(length * ratio)``
+    (Python's rounding, as theirs)."""
+    return words_of(text, words)[round(length * ratio):]
 
 
 def rouge1_recall(candidate: Sequence[str], reference: Sequence[str]) -> float:
@@ -61,17 +80,18 @@ def rouge1_recall(candidate: Sequence[str], reference: Sequence[str]) -> float:
     return sum(overlap.values()) / len(reference)
 
 
-def samia_scores(text: str, continuations: Sequence[str], ratio: float = PREFIX_RATIO
-                 ) -> dict[str, float]:
-    """``samia`` and ``samia_zlib`` of one sample from its sampled continuations."""
+def samia_scores(text: str, continuations: Sequence[str], ratio: float = PREFIX_RATIO,
+                 words: SamiaWords = DEFAULT_WORDS) -> dict[str, float]:
+    """``samia`` and ``samia_zlib`` of one sample from its sampled continuations, the
+    candidates and the reference split into words as ``words`` says."""
     if not continuations:
         raise ValueError("SaMIA needs at least one sampled continuation")
     n = len(text.split())
     prefix = prefix_of(text, ratio)
-    ref = suffix_words(text, ratio, n)
+    ref = suffix_words(text, ratio, n, words)
     plain, zipped = [], []
     for cont in continuations:
-        cand = suffix_words(prefix + cont, ratio, n)
+        cand = suffix_words(prefix + cont, ratio, n, words)
         r = rouge1_recall(cand, ref)
         plain.append(r)
         zipped.append(r * len(zlib.compress(" ".join(cand).encode("utf-8"))))
@@ -107,7 +127,7 @@ class SamiaDetector:
             texts = [g.text for g in gens[start:start + len(rs)]]
             start += len(rs)
             try:
-                vals = samia_scores(s.text, texts)
+                vals = samia_scores(s.text, texts, words=ctx.params.samia_words)
             except ValueError as e:
                 out[s.id] = SampleResult(error=str(e))
                 continue
@@ -134,5 +154,5 @@ SAMIA = MethodInfo(
     job="detect", family="samia",
     summary="ROUGE-1 recall of sampled continuations of the first half against the true "
     "second half (and x zlib length); higher means member; black-box",
-    runner="recitation.detect.samia:SamiaDetector", options=("samia_samples",
-                                                             "samia_max_tokens"))
+    runner="recitation.detect.samia:SamiaDetector",
+    options=("samia_samples", "samia_max_tokens", "samia_words"))
