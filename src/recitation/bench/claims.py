@@ -19,6 +19,7 @@ threshold of :func:`recitation.metrics.stats.threshold_at_fpr` (docs/groundtruth
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -34,11 +35,10 @@ def conformal_threshold(calibration: Sequence[float], alpha: float) -> float | N
     return None if k is None else float(np.sort(np.asarray(calibration, dtype=float))[k - 1])
 
 
-def tpr_interval(members: Sequence[float], calibration: Sequence[float], alpha: float, *,
-                 n_boot: int = 2000, seed: int = 0,
-                 confidence: float = 0.95) -> tuple[float, float] | None:
-    """Percentile bootstrap interval of the TPR at the conformal threshold, members and
-    calibration non-members resampled apart, the threshold recomputed in each resample.
+def bootstrap_flagged(members: Sequence[float], calibration: Sequence[float], alpha: float,
+                      *, n_boot: int = 2000, seed: int = 0) -> np.ndarray | None:
+    """Members flagged in each of ``n_boot`` resamples: members and calibration non-members
+    resampled apart, the conformal threshold recomputed from each calibration resample.
     None when ``alpha`` is not reachable with these calibration non-members."""
     pos = np.asarray(members, dtype=float)
     neg = np.asarray(calibration, dtype=float)
@@ -46,11 +46,70 @@ def tpr_interval(members: Sequence[float], calibration: Sequence[float], alpha: 
     if k is None or not pos.size:
         return None
     rng = np.random.default_rng(seed)
-    thresholds = np.sort(rng.choice(neg, (n_boot, neg.size)), axis=1)[:, k - 1]
-    draws = rng.choice(pos, (n_boot, pos.size))
-    tpr = (draws > thresholds[:, None]).mean(axis=1)
-    lo, hi = np.quantile(tpr, [(1 - confidence) / 2, (1 + confidence) / 2])
+    out = np.empty(n_boot, dtype=np.int64)
+    for lo in range(0, n_boot, CHUNK):  # a chunk's resamples held at once (memory)
+        m = min(CHUNK, n_boot - lo)
+        resampled = neg[rng.integers(0, neg.size, (m, neg.size))]
+        thresholds = np.partition(resampled, k - 1, axis=1)[:, k - 1]
+        draws = pos[rng.integers(0, pos.size, (m, pos.size))]
+        out[lo:lo + m] = (draws > thresholds[:, None]).sum(axis=1)
+    return out
+
+
+CHUNK = 250
+
+
+def tpr_interval(members: Sequence[float], calibration: Sequence[float], alpha: float, *,
+                 n_boot: int = 2000, seed: int = 0,
+                 confidence: float = 0.95) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of the TPR at the conformal threshold, members and
+    calibration non-members resampled apart, the threshold recomputed in each resample.
+    None when ``alpha`` is not reachable with these calibration non-members."""
+    flagged = bootstrap_flagged(members, calibration, alpha, n_boot=n_boot, seed=seed)
+    if flagged is None:
+        return None
+    lo, hi = np.quantile(flagged / len(members), [(1 - confidence) / 2, (1 + confidence) / 2])
     return float(lo), float(hi)
+
+
+def pooled_interval(flagged: Sequence[np.ndarray], sizes: Sequence[int], *, seed: int = 0,
+                    n_boot: int = 2000, confidence: float = 0.95) -> tuple[float, float]:
+    """Interval of the TPR pooled over organisms (seeds): each resample draws the organisms
+    with replacement and, for each, one of its own bootstrap resamples
+    (:func:`bootstrap_flagged`), so the interval holds the spread between organisms, the
+    members' sampling and the threshold's own variance."""
+    rng = np.random.default_rng(seed)
+    s = len(flagged)
+    picks = rng.integers(0, s, (n_boot, s))
+    tp = np.zeros(n_boot)
+    n = np.zeros(n_boot)
+    for j in range(s):
+        for org in range(s):
+            rows = picks[:, j] == org
+            tp[rows] += flagged[org][rng.integers(0, flagged[org].size, int(rows.sum()))]
+            n[rows] += sizes[org]
+    lo, hi = np.quantile(tp / n, [(1 - confidence) / 2, (1 + confidence) / 2])
+    return float(lo), float(hi)
+
+
+SUPPORT_COUNT = 5
+"""An FPR ``alpha`` is *measured* when the calibration non-members leave at least this many
+above the conformal threshold (``floor((n + 1) alpha)``: the threshold's own FPR then varies
+by about +-1/sqrt(5) of ``alpha``, not by orders of magnitude as with the largest score) and
+the test non-members expect at least this many false positives (``alpha * n_test``)."""
+
+
+def supported(alpha: float, n_calibration: int, n_test: int) -> bool:
+    """Whether these sizes measure FPR ``alpha`` (:data:`SUPPORT_COUNT`)."""
+    above = math.floor((n_calibration + 1) * alpha + 1e-9)
+    return above >= SUPPORT_COUNT and alpha * n_test >= SUPPORT_COUNT - 1e-9
+
+
+def above_chance(tp: int, n: int, fp: int, n_test: int) -> float:
+    """One-sided Fisher exact p that members are flagged more often than test non-members
+    at the same threshold (``scipy.stats.fisher_exact``)."""
+    fisher = require("scipy.stats", "the test against chance").fisher_exact
+    return float(fisher([[tp, n - tp], [fp, n_test - fp]], alternative="greater").pvalue)
 
 
 def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> float:
@@ -78,4 +137,5 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     return out.tolist()
 
 
-__all__ = ["conformal_threshold", "holm", "mcnemar_exact", "tpr_interval"]
+__all__ = ["above_chance", "bootstrap_flagged", "conformal_threshold", "holm", "mcnemar_exact",
+           "pooled_interval", "supported", "tpr_interval"]

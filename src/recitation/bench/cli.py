@@ -71,6 +71,7 @@ def add_bench_parser(sub: Any) -> None:
                    "finished under --out (a benchmark stopped early); run nothing")
     g.add_argument("--json", action="store_true", help="print the results as JSON")
     g.set_defaults(func=cmd_groundtruth)
+    _add_claims_parser(cmds)
 
 
 def _add_extract_arguments(g: Any) -> None:
@@ -85,6 +86,71 @@ def _add_extract_arguments(g: Any) -> None:
                    "non-members (default: all)")
     g.add_argument("--extract-rounds", type=int, default=None, metavar="N",
                    help="RECAP feedback rounds at most (default 5, the paper's)")
+
+
+def _add_claims_parser(cmds: Any) -> None:
+    c = cmds.add_parser("claims", help="membership inference at 1%% and 0.1%% FPR on three "
+                        "organisms with 10,000 non-members each: conformal thresholds, "
+                        "intervals with the threshold's variance, paired tests (issue 49)",
+                        epilog=CLAIMS_EXAMPLES,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    c.add_argument("--out", type=Path, default=Path("bench") / "claims",
+                   help="output directory (default bench/claims); a stopped run resumes here")
+    c.add_argument("--seeds", type=int, nargs="+", default=None, metavar="S",
+                   help="test organisms' seeds (default 0 1 2)")
+    c.add_argument("--dev-seed", type=int, default=None, help="the development organism's "
+                   "seed (default 3), where every choice is fixed")
+    c.add_argument("--nonmembers", type=int, default=None, metavar="N",
+                   help="non-members per test organism (default 10,000: half calibrate)")
+    c.add_argument("--dev-nonmembers", type=int, default=None, metavar="N")
+    c.add_argument("--preset", default=None, choices=["lowfpr", "quick"],
+                   help="the organisms' other settings (default lowfpr)")
+    c.add_argument("--dtype", default=None, choices=["float32", "bfloat16"],
+                   help="the checkpoints' weights (default bfloat16)")
+    c.add_argument("--bootstrap", type=int, default=None, metavar="N",
+                   help="bootstrap resamples (default 2000)")
+    c.add_argument("--analyse-only", action="store_true",
+                   help="the tables from the records already written; run nothing")
+    c.set_defaults(func=cmd_claims)
+
+
+CLAIMS_EXAMPLES = """examples:
+  recitation bench claims                      # build 4 organisms, score, write the tables
+  recitation bench claims --analyse-only       # the tables again from OUT's records
+  recitation bench claims --preset quick --nonmembers 40 --dev-nonmembers 20 --seeds 0
+
+Writes OUT/<organism>/claims-scores.json (every passage's scores) per organism, then
+OUT/claims.json and OUT/claims.md; every unit's calls stay in the response cache and each
+checkpoint's texts in its token-signal store, so a stopped run resumes where it stopped.
+"""
+
+
+def cmd_claims(args: argparse.Namespace) -> int:
+    import time
+
+    from rich.markup import escape
+
+    from recitation.bench.claims_analysis import analyse
+    from recitation.bench.claims_run import ClaimsConfig, measure_all
+    from recitation.bench.claims_tables import markdown
+    from recitation.runs.console import console, err_console
+
+    fields = {"seeds": tuple(args.seeds) if args.seeds else None, "dev_seed": args.dev_seed,
+              "nonmembers": args.nonmembers, "dev_nonmembers": args.dev_nonmembers,
+              "preset": args.preset, "dtype": args.dtype, "n_boot": args.bootstrap}
+    cfg = ClaimsConfig(**{k: v for k, v in fields.items() if v is not None})
+    t0 = time.perf_counter()
+    orgs = measure_all(cfg, args.out, run=not args.analyse_only,
+                       progress=lambda m: err_console.print(f"[dim]{escape(m)}[/dim]"))
+    res = analyse(orgs, cfg.alphas, n_boot=cfg.n_boot, seed=cfg.seed) | {
+        "config": cfg.model_dump(mode="json"),
+        "analysis_seconds": round(time.perf_counter() - t0, 1)}
+    (args.out / "claims.json").write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
+    md = markdown(res)
+    (args.out / "claims.md").write_text(md + "\n", encoding="utf-8")
+    console.print(md, markup=False)
+    console.print(f"records: {args.out / 'claims.json'}, tables: {args.out / 'claims.md'}")
+    return 0
 
 
 def make_bench_config(args: argparse.Namespace) -> Any:

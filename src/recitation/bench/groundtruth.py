@@ -120,6 +120,9 @@ class GroundTruthConfig(BaseModel):
     dtype: Literal["float32", "bfloat16"] = "float32"
     seed: int = 0
     cache: bool = False  # the cross-run response cache for deterministic calls (module doc)
+    # the score-based units read and fill one token-signal store per checkpoint
+    # (OUT/signals/epochN, recitation.signals): each text scored once for every detector
+    signals: bool = False
     # the extract unit (DSP, RECAP, RECAP + filter): runs only when a helper is given
     helper: str | None = None  # model spec of RECAP's helper (summaries, hints, judge)
     extract_methods: tuple[str, ...] = ("dsp", "recap", "recap_filter")
@@ -255,6 +258,8 @@ def unit_params(unit: str, cfg: GroundTruthConfig, files: dict[str, Path], epoch
     params: dict[str, Any] = {
         "members": [str(files["members" + sub])], "controls": [str(files["nonmembers" + sub])],
         "detectors": [unit], "labelled": True, "n_bootstrap": 0}
+    if cfg.signals and not generating(unit):
+        params["signals"] = str(files["passages"].parent.parent / "signals" / f"epoch{epoch}")
     if unit == "samia":  # the continuation need only cover the passage's second half
         params["samia_max_tokens"] = passage_tokens
     if unit == "pearl":

@@ -1,0 +1,209 @@
+"""``recitation bench claims``: membership inference at 1% and 0.1% FPR, measured so that
+every claim survives a reviewer (issue 49).
+
+* **Organisms.** A *development* organism (``claims-dev``, seed 3, 1,000 non-members) on
+  which every choice is fixed (the ``k`` of Min-K%, Min-K%++, Gap-K%: the variant with the
+  highest TPR at 1% FPR there), and three *test* organisms (``claims-s0`` .. ``claims-s2``,
+  seeds 0-2: other member draws and training orders) with 10,000 non-members each, all
+  built as the ``lowfpr`` preset otherwise (250 members seen once, 250 seen four times, one
+  epoch at learning rate 1e-5, 64-token PDNC passages). Members are never trained on twice
+  by name: each organism is its own fine-tune of the base model.
+* **Scores.** The score-based units of :mod:`recitation.bench.groundtruth` on each
+  fine-tuned checkpoint (epoch 1), every text scored once into the token-signal store of the
+  checkpoint (``signals``) and every call kept in the response cache, so a killed run
+  resumes where it stopped, across sessions. Blind baselines read no model: the
+  bag-of-words classifier of :mod:`recitation.detect.blind` (out of fold, Das et al. 2024)
+  and the passage's length.
+* **Records.** Per organism ``OUT/<organism>/claims-scores.json``: each passage (id, dose,
+  calibration or test half) and each score; :mod:`recitation.bench.claims_analysis` reads
+  only these.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from recitation.bench.lowfpr import calibration_half
+from recitation.errors import ConfigError
+
+SCORE_UNITS = ("whitebox", "recall", "dcpdd", "ezmia")
+RECORDS = "claims-scores.json"
+Progress = Callable[[str], None]
+
+
+class ClaimsConfig(BaseModel):
+    """What ``recitation bench claims`` measures (module docstring)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seeds: tuple[int, ...] = (0, 1, 2)
+    dev_seed: int = 3
+    nonmembers: int = Field(10_000, ge=2)
+    dev_nonmembers: int = Field(1_000, ge=2)
+    preset: str = "lowfpr"
+    units: tuple[str, ...] = SCORE_UNITS
+    dtype: str = "bfloat16"
+    batch_size: int = Field(16, ge=1)
+    alphas: tuple[float, ...] = (0.01, 0.001)
+    n_boot: int = Field(2000, ge=100)
+    seed: int = 0  # the calibration halves and the bootstrap
+
+
+@dataclass
+class OrganismScores:
+    """One organism's records: its passages (dose 0: non-member), which non-members set
+    thresholds, and every score (passage id -> score, higher means member)."""
+
+    name: str
+    seed: int
+    dev: bool
+    passages: list[dict[str, Any]]
+    scores: dict[str, dict[str, float]]
+    costs: list[dict[str, Any]]
+
+    def members(self, group: str) -> list[str]:
+        """Member ids of dose ``group`` (``all``: every member), in passage order."""
+        return [p["id"] for p in self.passages
+                if p["dose"] > 0 and (group == "all" or str(p["dose"]) == group)]
+
+    def nonmembers(self, calibration: bool) -> list[str]:
+        return [p["id"] for p in self.passages
+                if p["dose"] == 0 and p["calibration"] == calibration]
+
+    def groups(self) -> list[str]:
+        return ["all"] + [str(d) for d in sorted({p["dose"] for p in self.passages}) if d]
+
+
+def organism_name(cfg: ClaimsConfig, seed: int, dev: bool) -> str:
+    """``claims-dev`` / ``claims-sN`` for the default sizes; other presets and sizes get a
+    digest of them in the name, so a small run never replaces the benchmark's organisms."""
+    import hashlib
+
+    sizes = (cfg.preset, cfg.nonmembers, cfg.dev_nonmembers)
+    default = ClaimsConfig()
+    tag = "" if sizes == (default.preset, default.nonmembers, default.dev_nonmembers) else (
+        "-" + hashlib.sha256(repr(sizes).encode()).hexdigest()[:8])
+    return f"claims{tag}-dev" if dev else f"claims{tag}-s{seed}"
+
+
+def organism_config(cfg: ClaimsConfig, seed: int, dev: bool) -> Any:
+    from recitation.organism.config import make_config
+
+    return make_config(preset=cfg.preset, name=organism_name(cfg, seed, dev), seed=seed,
+                       nonmembers=cfg.dev_nonmembers if dev else cfg.nonmembers)
+
+
+def organisms(cfg: ClaimsConfig) -> list[tuple[int, bool]]:
+    """(seed, development?) of every organism, the development one first."""
+    if cfg.dev_seed in cfg.seeds:
+        raise ConfigError(f"bench claims: the development seed {cfg.dev_seed} is also a test "
+                          "seed; choices must be fixed on an organism the tables never read")
+    return [(cfg.dev_seed, True)] + [(s, False) for s in cfg.seeds]
+
+
+def measure_organism(cfg: ClaimsConfig, seed: int, dev: bool, out: Path, *,
+                     progress: Progress | None = None, run: bool = True) -> OrganismScores:
+    """Build (or reuse) one organism, run (or reuse) its score units and write its records;
+    ``run=False`` reads the records already written."""
+    name = organism_name(cfg, seed, dev)
+    folder = out / name
+    if not run:
+        return load_scores(folder / RECORDS)
+    from recitation.bench.analysis import cost_row, detector_scores
+    from recitation.bench.groundtruth import GroundTruthConfig, run_units
+    from recitation.organism.build import build_organism
+
+    t0 = time.perf_counter()
+    built = build_organism(organism_config(cfg, seed, dev))
+    if progress:
+        progress(f"{name}: {'reused' if built.reused else 'built'} ({built.directory})")
+    gt = GroundTruthConfig(organism=name, epochs=(1,), units=cfg.units, cache=True,
+                           dtype=cfg.dtype, signals=True, seed=cfg.seed, n_bootstrap=0,
+                           batch_size=cfg.batch_size)
+    measured = run_units(gt, folder, progress=progress)
+    scores: dict[str, dict[str, float]] = {}
+    for o in measured.outcomes:
+        scores |= detector_scores(o)
+    texts = {p.id: p.text for p in measured.passages}
+    members = {p.id for p in measured.passages if p.member}
+    scores |= blind_scores(texts, members, cfg.seed)
+    cal = calibration_half((p.id for p in measured.passages if not p.member), cfg.seed)
+    res = OrganismScores(name, seed, dev, [
+        {"id": p.id, "dose": p.dose, "calibration": p.id in cal} for p in measured.passages],
+        scores, [cost_row(o) for o in measured.outcomes]
+        + [{"unit": "organism", "built": not built.reused,
+            "wall_seconds": round(time.perf_counter() - t0, 1)}])
+    save_scores(folder / RECORDS, res)
+    return res
+
+
+def blind_scores(texts: dict[str, str], members: set[str], seed: int
+                 ) -> dict[str, dict[str, float]]:
+    """The blind baselines (no model): each passage's out-of-fold probability of being a
+    member under the bag-of-words classifier of :mod:`recitation.detect.blind` (1-2-grams,
+    binary, logistic regression), and its length in characters."""
+    import numpy as np
+
+    from recitation.detect.blind import NGRAMS, PURPOSE, out_of_fold
+    from recitation.errors import require
+
+    ids = sorted(texts)
+    sk_text = require("sklearn.feature_extraction.text", PURPOSE)
+    x = sk_text.CountVectorizer(lowercase=True, binary=True, ngram_range=NGRAMS
+                                ).fit_transform([texts[i] for i in ids])
+    y = np.array([int(i in members) for i in ids])
+    prob = out_of_fold(x, y, seed)
+    return {"blind_bow": {i: float(v) for i, v in zip(ids, prob, strict=True)},
+            "length_chars": {i: float(len(texts[i])) for i in ids}}
+
+
+def save_scores(path: Path, res: OrganismScores) -> None:
+    ids = [p["id"] for p in res.passages]
+    doc = {"format": 1, "organism": res.name, "seed": res.seed, "dev": res.dev,
+           "passages": res.passages, "costs": res.costs,
+           "scores": {m: [v.get(i) for i in ids] for m, v in sorted(res.scores.items())}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    tmp.replace(path)
+
+
+def load_scores(path: Path) -> OrganismScores:
+    """One organism's stored records (:func:`save_scores`)."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"bench claims: no readable records at {path} ({exc}); run "
+                          "`recitation bench claims` without --analyse-only first") from exc
+    ids = [p["id"] for p in doc["passages"]]
+    scores = {m: {i: float(v) for i, v in zip(ids, vals, strict=True) if v is not None}
+              for m, vals in doc["scores"].items()}
+    return OrganismScores(doc["organism"], doc["seed"], doc["dev"], doc["passages"], scores,
+                          doc.get("costs", []))
+
+
+def measure_all(cfg: ClaimsConfig, out: Path, *, progress: Progress | None = None,
+                run: bool = True) -> list[OrganismScores]:
+    """Every organism's records, the development one first (module docstring). With
+    ``run=False``, the organisms whose records are written (a run stopped part-way: the
+    tables then say how many test organisms they rest on)."""
+    found = []
+    for seed, dev in organisms(cfg):
+        path = out / organism_name(cfg, seed, dev) / RECORDS
+        if not run and not path.exists():
+            if progress:
+                progress(f"{organism_name(cfg, seed, dev)}: no records yet, left out")
+            continue
+        found.append(measure_organism(cfg, seed, dev, out, progress=progress, run=run))
+    if not any(o.dev for o in found) or all(o.dev for o in found):
+        raise ConfigError(f"bench claims: {out} holds no records of the development organism "
+                          "and at least one test organism; run `recitation bench claims` "
+                          "(it resumes where it stopped)")
+    return found
