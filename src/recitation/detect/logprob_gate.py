@@ -24,6 +24,7 @@ import hashlib
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 from recitation.methods import Access
 from recitation.models.base import Model, request_key
@@ -79,15 +80,18 @@ class LogprobGate:
         if stored is None and managed is not None and managed.cache is not None:
             stored = managed.cache.get(cache_key)
         beside = self._beside_signals(model)
-        if stored is None and beside is not None and beside.exists():
+        if not _current(stored) and beside is not None and beside.exists():
             stored = json.loads(beside.read_text(encoding="utf-8"))
+        if not _current(stored):  # none, or a report of an earlier version of the check
+            stored = None
         if stored is not None:
             report = IntegrityReport.from_dict(stored["report"])
         else:
             report = await check_logprobs(managed.uncached() if managed else model)
             if managed is not None and managed.cache is not None:
                 managed.cache.put(cache_key, "logprob_check", {"report": report.to_dict()})
-        if beside is not None and not beside.exists():
+        if beside is not None and (not beside.exists() or not _current(
+                json.loads(beside.read_text(encoding="utf-8")))):
             beside.parent.mkdir(parents=True, exist_ok=True)
             beside.write_text(json.dumps({"report": report.to_dict()}), encoding="utf-8")
         self._log(model, report)
@@ -131,3 +135,8 @@ class LogprobGate:
 
 
 __all__ = ["META_PREFIX", "WITHHELD", "LogprobGate", "model_key"]
+
+
+def _current(stored: dict[str, Any] | None) -> bool:
+    """A stored report of this version of the check (an older one is checked again)."""
+    return stored is not None and stored.get("report", {}).get("version") == CHECK_VERSION
