@@ -13,8 +13,9 @@ variance, and paired comparisons of two detectors on the same members, corrected
   McNemar test on the discordant pairs, two-sided.
 * :func:`holm` — Holm's step-down adjustment over every pair compared (family-wise error).
 
-Not wired into ``recitation bench groundtruth`` yet: the benchmark's tables still use the
-threshold of :func:`recitation.metrics.stats.threshold_at_fpr` (docs/groundtruth-results.md).
+Used by ``recitation bench claims`` (:mod:`recitation.bench.claims_analysis`); the earlier
+``recitation bench groundtruth`` tables keep :func:`recitation.metrics.stats.threshold_at_fpr`
+(docs/groundtruth-results.md).
 """
 
 from __future__ import annotations
