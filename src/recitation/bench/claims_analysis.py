@@ -44,6 +44,8 @@ from recitation.bench.claims_run import OrganismScores
 from recitation.metrics.stats import clopper_pearson, roc_auc
 
 LEVEL = 0.05
+Flags = tuple[np.ndarray, np.ndarray]
+"""A method's pooled member flags and which of those members it scored."""
 BLIND = {"blind_bow": "bag of words (out of fold)", "length_chars": "length in characters"}
 BLIND_ACCESS = "none (blind baseline)"
 
@@ -99,7 +101,8 @@ def access_of(score: str) -> str:
 def organism_rate(org: OrganismScores, method: str, group: str, alpha: float,
                   n_boot: int, seed: int) -> dict[str, Any]:
     """One organism's rate of ``method`` at ``alpha`` for members of ``group``; the member
-    flags and bootstrap counts ride along under ``_flags`` / ``_boot`` (not stored)."""
+    flags (every member of ``group``: unscored ones not flagged, ``_scored`` False) and
+    bootstrap counts ride along under ``_flags`` / ``_scored`` / ``_boot`` (not stored)."""
     v = org.scores[method]
     everyone = org.members(group)
     pos = [v[i] for i in everyone if i in v]
@@ -118,7 +121,8 @@ def organism_rate(org: OrganismScores, method: str, group: str, alpha: float,
     lo, hi = np.quantile(boot / len(pos), [0.025, 0.975])
     return row | {"threshold": tau, "tp": int(flags.sum()), "tpr": int(flags.sum()) / len(pos),
                   "tpr_ci": [float(lo), float(hi)], "fp": fp, "fpr": fp / len(test),
-                  "_flags": flags, "_boot": boot}
+                  "_flags": flags, "_scored": np.asarray([i in v for i in everyone]),
+                  "_boot": boot}
 
 
 def pooled_row(method: str, group: str, alpha: float, rates: list[dict[str, Any]],
@@ -146,7 +150,7 @@ def _public(rate: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in rate.items() if not k.startswith("_")}
 
 
-def compare(rows: list[dict[str, Any]], flags: dict[tuple[str, str, float], np.ndarray]
+def compare(rows: list[dict[str, Any]], flags: dict[tuple[str, str, float], Flags]
             ) -> list[dict[str, Any]]:
     """Every pair of methods of one access level (same dose group, same ``alpha``, both
     measured): the exact McNemar p on the pooled member flags, then Holm over all pairs."""
@@ -155,9 +159,13 @@ def compare(rows: list[dict[str, Any]], flags: dict[tuple[str, str, float], np.n
     keyed = itertools.groupby(sorted(ranked, key=_cell), key=_cell)
     for (access, group, alpha), cell in keyed:
         for a, b in itertools.combinations(sorted(cell, key=lambda r: -r["tpr"]), 2):
-            fa, fb = flags[(a["method"], group, alpha)], flags[(b["method"], group, alpha)]
+            (fa, sa), (fb, sb) = flags[(a["method"], group, alpha)], \
+                flags[(b["method"], group, alpha)]
+            both = sa & sb  # the members both scored (a subsampled unit scores fewer)
+            fa, fb = fa[both], fb[both]
             pairs.append({"access": access, "dose": group, "alpha": alpha,
-                          "a": a["method"], "b": b["method"], "tpr_a": a["tpr"],
+                          "a": a["method"], "b": b["method"], "n_paired": int(both.sum()),
+                          "tpr_a": a["tpr"],
                           "tpr_b": b["tpr"], "only_a": int(np.sum(fa & ~fb)),
                           "only_b": int(np.sum(fb & ~fa)),
                           "p": mcnemar_exact(fa.tolist(), fb.tolist())})
@@ -200,7 +208,7 @@ def analyse(orgs: Sequence[OrganismScores], alphas: Sequence[float], *, n_boot: 
     tests = [o for o in orgs if not o.dev]
     chosen, dev_rows = dev_choices(dev)
     rows: list[dict[str, Any]] = []
-    flags: dict[tuple[str, str, float], np.ndarray] = {}
+    flags: dict[tuple[str, str, float], Flags] = {}
     for method in candidates(dev, tests, chosen):
         for group in tests[0].groups():
             for alpha in alphas:
@@ -208,8 +216,9 @@ def analyse(orgs: Sequence[OrganismScores], alphas: Sequence[float], *, n_boot: 
                          for i, t in enumerate(tests)]
                 rows.append(pooled_row(method, group, alpha, rates, n_boot, seed))
                 if all("_flags" in r for r in rates):
-                    flags[(method, group, alpha)] = np.concatenate([r["_flags"]
-                                                                    for r in rates])
+                    flags[(method, group, alpha)] = (
+                        np.concatenate([r["_flags"] for r in rates]),
+                        np.concatenate([r["_scored"] for r in rates]))
     _holm_chance(rows)
     pairs = compare(rows, flags)
     return {"development": {"organism": dev.name, "choices": chosen, "variants": dev_rows},

@@ -49,6 +49,11 @@ class ClaimsConfig(BaseModel):
     dev_nonmembers: int = Field(1_000, ge=2)
     preset: str = "lowfpr"
     units: tuple[str, ...] = SCORE_UNITS
+    # units that generate (or score 25 neighbours per text: the neighbourhood attack) run on
+    # a seeded stratified subsample of each organism: members per dose, non-members
+    generating: tuple[str, ...] = ()
+    sub_members: int = Field(100, ge=1)
+    sub_nonmembers: int = Field(1_000, ge=2)
     dtype: str = "bfloat16"
     batch_size: int = Field(16, ge=1)
     alphas: tuple[float, ...] = (0.01, 0.001)
@@ -117,16 +122,18 @@ def measure_organism(cfg: ClaimsConfig, seed: int, dev: bool, out: Path, *,
     if not run:
         return load_scores(folder / RECORDS)
     from recitation.bench.analysis import cost_row, detector_scores
-    from recitation.bench.groundtruth import GroundTruthConfig, run_units
+    from recitation.bench.groundtruth import LOWFPR, run_units
     from recitation.organism.build import build_organism
 
     t0 = time.perf_counter()
     built = build_organism(organism_config(cfg, seed, dev))
     if progress:
         progress(f"{name}: {'reused' if built.reused else 'built'} ({built.directory})")
-    gt = GroundTruthConfig(organism=name, epochs=(1,), units=cfg.units, cache=True,
-                           dtype=cfg.dtype, signals=True, seed=cfg.seed, n_bootstrap=0,
-                           batch_size=cfg.batch_size)
+    gt = LOWFPR.model_copy(update={
+        "organism": name, "units": cfg.units + cfg.generating, "dtype": cfg.dtype,
+        "signals": True, "seed": cfg.seed, "n_bootstrap": 0, "batch_size": cfg.batch_size,
+        "subsample_units": cfg.generating, "subsample_members": cfg.sub_members,
+        "subsample_nonmembers": cfg.sub_nonmembers})
     measured = run_units(gt, folder, progress=progress)
     scores: dict[str, dict[str, float]] = {}
     for o in measured.outcomes:
