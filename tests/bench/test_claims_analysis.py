@@ -153,3 +153,16 @@ def test_the_blind_bag_of_words_sees_a_telling_word_and_nothing_else() -> None:
     auc = np.mean([a > b for a in (plain[k] for k, m in zip(ids, member, strict=True) if m)
                    for b in (plain[k] for k, m in zip(ids, member, strict=True) if not m)])
     assert 0.35 < auc < 0.65
+
+
+def test_a_winner_needs_the_holm_adjusted_p_not_the_raw_one() -> None:
+    from recitation.bench.claims_analysis import verdicts
+
+    rows = [{"method": m, "access": "log-probabilities", "dose": "all", "alpha": 0.01,
+             "supported": True, "tpr": t} for m, t in (("loss", 0.2), ("zlib", 0.1))]
+    pair = {"access": "log-probabilities", "dose": "all", "alpha": 0.01, "a": "loss",
+            "b": "zlib", "p": 0.03}
+    assert verdicts(rows, [pair | {"p_holm": 0.09}])[0] == {
+        "access": "log-probabilities", "dose": "all", "alpha": 0.01, "best": "loss",
+        "tpr": 0.2, "winner": None, "tied": ["zlib"], "methods": 2, "p_holm_max": 0.09}
+    assert verdicts(rows, [pair | {"p_holm": 0.04}])[0]["winner"] == "loss"
