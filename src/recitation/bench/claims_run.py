@@ -11,7 +11,10 @@ every claim survives a reviewer (issue 49).
 * **Scores.** The score-based units of :mod:`recitation.bench.groundtruth` on each
   fine-tuned checkpoint (epoch 1), every text scored once into the token-signal store of the
   checkpoint (``signals``) and every call kept in the response cache, so a killed run
-  resumes where it stopped, across sessions. Blind baselines read no model: the
+  resumes where it stopped, across sessions; the one-pass units (white-box, DC-PDD, EZ-MIA)
+  on every organism first, ReCaLL after. Float32 by default: about 0.26 s per scoring of a
+  64-token passage on a 2-core AMD EPYC without AVX-512 (about 2.5 h of scoring per test
+  organism; docs/leaderboard.md). Blind baselines read no model: the
   bag-of-words classifier of :mod:`recitation.detect.blind` (out of fold, Das et al. 2024)
   and the passage's length.
 * **Records.** Per organism ``OUT/<organism>/claims-scores.json``: each passage (id, dose,
@@ -33,7 +36,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from recitation.bench.lowfpr import calibration_half
 from recitation.errors import ConfigError
 
-SCORE_UNITS = ("whitebox", "recall", "dcpdd", "ezmia")
+SCORE_UNITS = ("whitebox", "dcpdd", "ezmia", "recall")
+LATE_UNITS = ("recall",)
+"""Run on every organism after the others: ReCaLL scores each text again after a prefix,
+where the others read the white-box unit's scorings, so a run stopped part-way has every
+one-pass score of as many organisms as possible."""
 RECORDS = "claims-scores.json"
 Progress = Callable[[str], None]
 
@@ -54,7 +61,9 @@ class ClaimsConfig(BaseModel):
     generating: tuple[str, ...] = ()
     sub_members: int = Field(100, ge=1)
     sub_nonmembers: int = Field(1_000, ge=2)
-    dtype: str = "bfloat16"
+    # float32: the papers' type for models this size; bfloat16 is host-dependent: 2.6x as fast
+    # as float32 on a CPU with AVX-512 BF16, 4.7x slower on one without (docs/benchmarks.md)
+    dtype: str = "float32"
     batch_size: int = Field(16, ge=1)
     alphas: tuple[float, ...] = (0.01, 0.001)
     n_boot: int = Field(2000, ge=100)
@@ -114,7 +123,8 @@ def organisms(cfg: ClaimsConfig) -> list[tuple[int, bool]]:
 
 
 def measure_organism(cfg: ClaimsConfig, seed: int, dev: bool, out: Path, *,
-                     progress: Progress | None = None, run: bool = True) -> OrganismScores:
+                     progress: Progress | None = None, run: bool = True,
+                     units: tuple[str, ...] | None = None) -> OrganismScores:
     """Build (or reuse) one organism, run (or reuse) its score units and write its records;
     ``run=False`` reads the records already written."""
     name = organism_name(cfg, seed, dev)
@@ -130,7 +140,8 @@ def measure_organism(cfg: ClaimsConfig, seed: int, dev: bool, out: Path, *,
     if progress:
         progress(f"{name}: {'reused' if built.reused else 'built'} ({built.directory})")
     gt = LOWFPR.model_copy(update={
-        "organism": name, "units": cfg.units + cfg.generating, "dtype": cfg.dtype,
+        "organism": name, "units": (cfg.units if units is None else units) + cfg.generating,
+        "dtype": cfg.dtype,
         "signals": True, "seed": cfg.seed, "n_bootstrap": 0, "batch_size": cfg.batch_size,
         "subsample_units": cfg.generating, "subsample_members": cfg.sub_members,
         "subsample_nonmembers": cfg.sub_nonmembers})
@@ -201,6 +212,10 @@ def measure_all(cfg: ClaimsConfig, out: Path, *, progress: Progress | None = Non
     """Every organism's records, the development one first (module docstring). With
     ``run=False``, the organisms whose records are written (a run stopped part-way: the
     tables then say how many test organisms they rest on)."""
+    if run:  # the one-pass units on every organism first, then the rest (module docstring)
+        first = tuple(u for u in cfg.units if u not in LATE_UNITS)
+        for seed, dev in organisms(cfg):
+            measure_organism(cfg, seed, dev, out, progress=progress, units=first)
     found = []
     for seed, dev in organisms(cfg):
         path = out / organism_name(cfg, seed, dev) / RECORDS

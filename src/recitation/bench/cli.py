@@ -106,7 +106,8 @@ def _add_claims_parser(cmds: Any) -> None:
     c.add_argument("--preset", default=None, choices=["lowfpr", "quick"],
                    help="the organisms' other settings (default lowfpr)")
     c.add_argument("--dtype", default=None, choices=["float32", "bfloat16"],
-                   help="the checkpoints' weights (default bfloat16)")
+                   help="the checkpoints' weights (default float32; bfloat16 is faster only "
+                   "on CPUs with AVX-512 BF16: docs/benchmarks.md)")
     c.add_argument("--bootstrap", type=int, default=None, metavar="N",
                    help="bootstrap resamples (default 2000)")
     c.add_argument("--generating", nargs="+", default=None, metavar="UNIT",
