@@ -63,8 +63,9 @@ def add_bench_parser(sub: Any) -> None:
                    "weights and the decoding code): a re-run reuses the model's answers; "
                    "costs then count the cache's answers")
     g.add_argument("--dtype", choices=LOCAL_DTYPES, default=None,
-                   help="the checkpoints' weights (default float32; bfloat16 scores 2.6x and "
-                   "generates 1.8x as fast here, scores close to float32's: docs/benchmarks.md)")
+                   help="the checkpoints' weights (default float32; bfloat16 scores 2.6x as "
+                   "fast on a CPU with AVX-512 BF16, 4.7x slower on one without, scores close "
+                   "to float32's: docs/benchmarks.md)")
     g.add_argument("--out", type=Path, default=None,
                    help="output directory (default: bench/groundtruth-<organism>)")
     g.add_argument("--analyse-only", action="store_true", help="analyse the units already "

@@ -116,7 +116,8 @@ class GroundTruthConfig(BaseModel):
     # continuations in 48.3 s in batches of 8, in 22.4 s in one), so large runs decode wider
     generation_batch_size: int | None = Field(None, ge=1)
     # the checkpoints' weights (models/config.py LOCAL_DTYPES): bfloat16 scores 2.6x and
-    # generates 1.8x as fast on this CPU, scores close to float32's (docs/benchmarks.md)
+    # generates 1.8x as fast on a CPU with AVX-512 BF16, 4.7x and 2.6x slower on one without,
+    # scores close to float32's (docs/benchmarks.md)
     dtype: Literal["float32", "bfloat16"] = "float32"
     seed: int = 0
     cache: bool = False  # the cross-run response cache for deterministic calls (module doc)

@@ -53,8 +53,8 @@ BACKENDS: Registry[str] = paths("backend", BACKEND_CLASSES)
 LOCAL_DTYPES = ("float32", "bfloat16")
 """The local backend's weight and activation types: float32 (the default: every published
 figure here) or bfloat16 (2.6x the scoring and 1.8x the generation speed on a 2-core CPU
-with AVX-512 BF16; log-probabilities taken in float32 from the bfloat16 logits;
-docs/benchmarks.md)."""
+with AVX-512 BF16, 4.7x and 2.6x slower on one without; log-probabilities taken in float32
+from the bfloat16 logits; docs/benchmarks.md)."""
 
 
 DTYPE_CHOICES = ("auto", *LOCAL_DTYPES)
