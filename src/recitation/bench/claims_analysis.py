@@ -2,8 +2,8 @@
 (:mod:`recitation.bench.claims_run`).
 
 * **Choices, on the development organism only.** For every registry method that writes
-  several variants of one score (Min-K% at k = 10/20/30%, Min-K%++, Gap-K%, ReCaLL and its
-  prefix-only score), the variant with the highest TPR at 1% FPR (conformal threshold on
+  several scores (Min-K% at k = 10/20/30%, Min-K%++, Gap-K%; SaMIA and its zlib form; PEARL's
+  sensitivity, GFD and s_m), the variant with the highest TPR at 1% FPR (conformal threshold on
   its calibration half; ties: the higher AUC) is the method's score on the test organisms.
 * **Rates, per test organism.** The conformal threshold at FPR ``alpha``
   (:func:`recitation.bench.claims.conformal_threshold`) on the calibration half of the
