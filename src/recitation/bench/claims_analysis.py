@@ -155,8 +155,7 @@ def compare(rows: list[dict[str, Any]], flags: dict[tuple[str, str, float], Flag
     """Every pair of methods of one access level (same dose group, same ``alpha``, both
     measured): the exact McNemar p on the pooled member flags, then Holm over all pairs."""
     pairs: list[dict[str, Any]] = []
-    ranked = [r for r in rows if "tpr" in r and r["supported"] and r["access"] != BLIND_ACCESS]
-    keyed = itertools.groupby(sorted(ranked, key=_cell), key=_cell)
+    keyed = itertools.groupby(sorted(_ranked(rows), key=_cell), key=_cell)
     for (access, group, alpha), cell in keyed:
         for a, b in itertools.combinations(sorted(cell, key=lambda r: -r["tpr"]), 2):
             (fa, sa), (fb, sb) = flags[(a["method"], group, alpha)], \
@@ -175,18 +174,24 @@ def compare(rows: list[dict[str, Any]], flags: dict[tuple[str, str, float], Flag
 
 
 def _cell(r: dict[str, Any]) -> tuple[str, str, float]:
+    """A row's or a pair's table cell: access level, dose group, ``alpha``."""
     return (r["access"], r["dose"], r["alpha"])
+
+
+def _ranked(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows that are compared: measured at a supported FPR, not a blind baseline."""
+    return [r for r in rows if "tpr" in r and r["supported"] and r["access"] != BLIND_ACCESS]
 
 
 def verdicts(rows: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per access level, dose group and ``alpha``: the winner (it beats every other method
     of the level after Holm) or none, and the methods tied with the best."""
     out = []
-    ranked = [r for r in rows if "tpr" in r and r["supported"] and r["access"] != BLIND_ACCESS]
-    for (access, group, alpha), cell in itertools.groupby(sorted(ranked, key=_cell), _cell):
+    for (access, group, alpha), cell in itertools.groupby(sorted(_ranked(rows), key=_cell),
+                                                          _cell):
         cell_rows = sorted(cell, key=lambda r: -r["tpr"])
         best = cell_rows[0]["method"]
-        mine = [p for p in pairs if _cell_of(p) == (access, group, alpha)
+        mine = [p for p in pairs if _cell(p) == (access, group, alpha)
                 and best in (p["a"], p["b"])]
         tied = [p["b"] if p["a"] == best else p["a"] for p in mine if p["p_holm"] >= LEVEL]
         beats = all(p["p_holm"] < LEVEL and p["a"] == best for p in mine)
@@ -195,10 +200,6 @@ def verdicts(rows: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> list[di
                     "tied": tied, "methods": len(cell_rows),
                     "p_holm_max": max((p["p_holm"] for p in mine), default=None)})
     return out
-
-
-def _cell_of(p: dict[str, Any]) -> tuple[str, str, float]:
-    return (p["access"], p["dose"], p["alpha"])
 
 
 def analyse(orgs: Sequence[OrganismScores], alphas: Sequence[float], *, n_boot: int = 2000,

@@ -212,18 +212,19 @@ def measure_all(cfg: ClaimsConfig, out: Path, *, progress: Progress | None = Non
     """Every organism's records, the development one first (module docstring). With
     ``run=False``, the organisms whose records are written (a run stopped part-way: the
     tables then say how many test organisms they rest on)."""
+    first = tuple(u for u in cfg.units if u not in LATE_UNITS)
     if run:  # the one-pass units on every organism first, then the rest (module docstring)
-        first = tuple(u for u in cfg.units if u not in LATE_UNITS)
         for seed, dev in organisms(cfg):
             measure_organism(cfg, seed, dev, out, progress=progress, units=first)
+    late = run and first != cfg.units  # else the records just written are the whole run
     found = []
     for seed, dev in organisms(cfg):
         path = out / organism_name(cfg, seed, dev) / RECORDS
-        if not run and not path.exists():
+        if not late and not path.exists():
             if progress:
                 progress(f"{organism_name(cfg, seed, dev)}: no records yet, left out")
             continue
-        found.append(measure_organism(cfg, seed, dev, out, progress=progress, run=run))
+        found.append(measure_organism(cfg, seed, dev, out, progress=progress, run=late))
     if not any(o.dev for o in found) or all(o.dev for o in found):
         raise ConfigError(f"bench claims: {out} holds no records of the development organism "
                           "and at least one test organism; run `recitation bench claims` "

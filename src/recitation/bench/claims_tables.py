@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from recitation.bench.claims import SUPPORT_COUNT
+from recitation.bench.claims import SUPPORT_COUNT, supported
 from recitation.bench.claims_analysis import BLIND_ACCESS, LEVEL
 
 
@@ -35,8 +35,6 @@ def _dose(group: str) -> str:
 def sizes_table(res: dict[str, Any]) -> list[str]:
     lines = ["| organism | role | members | calibration non-members | test non-members | "
              "FPRs measured |", "|---|---|---:|---:|---:|---|"]
-    from recitation.bench.claims import supported
-
     for o in res["organisms"]:
         ok = [_alpha(a) for a in res["alphas"] if supported(a, o["calibration"], o["test"])]
         lines.append(f"| `{o['name']}` | {'development' if o['dev'] else 'test'} | "
