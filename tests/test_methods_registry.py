@@ -203,6 +203,12 @@ def run_method(name: str, tmp_path: Path, model: Model) -> tuple[Any, list[dict[
         return job, event_records([(str(i), r) for i, r in enumerate(records)])
     if info.job == "trace":
         return trace_method(tmp_path, model)
+    if info.job == "continue":  # a two-chapter book; the echo model repeats its prompt
+        book = tmp_path / "book.txt"
+        book.write_text(f"CHAPTER I\n\n{CH1}\n\nCHAPTER II\n\n{CONTROLS[0]}\n")
+        job = make_job("continue", {"book": str(book), "mode": "completion",
+                                    "max_calls": 3, "opening_words": 40}, 0)
+        return job, run(job, model)
     if info.job == "propme":
         return propme_method(name, tmp_path, model)
     if info.job in ("name_cloze", "csg", "quote_attribution",
@@ -516,7 +522,9 @@ def test_choices_and_literals_equal_the_registry() -> None:
     from recitation.extract.cli import _METHODS
     from recitation.extract.job import Method
 
-    assert typing.get_args(Method) == tuple(methods.names("extraction")) == _METHODS
+    recap = tuple(n for n in methods.names("extraction") if methods.method(n).job == "extract")
+    assert typing.get_args(Method) == recap
+    assert _METHODS == tuple(methods.names("extraction"))  # RECAP's and the whole-book one
     from recitation.detect.job import DEFAULT_DETECTORS
 
     assert DETECTORS == tuple(methods.families("detector"))

@@ -143,7 +143,7 @@ class MethodInfo:
     family: str  # what a command selects it by (detect family, extract method name)
     summary: str
     runner: str = ""  # "module:attr" of its plug-in, when the job runs plug-ins
-    unit: Literal["sample", "event", "passage"] = "sample"
+    unit: Literal["sample", "event", "passage", "book"] = "sample"
     options: tuple[str, ...] = field(default=())  # the job parameters it reads
     select: str = ""  # how a command selects it, when more than its family (PEARL)
     audit: AuditUse | None = None  # how an audit uses its family (None: audits skip it)
@@ -225,6 +225,7 @@ METHODS: dict[str, Entry] = {
     "dsp_jailbreak": _x(_AGENTS),
     "recap": _x(_AGENTS),
     "recap_filter": _x("recitation.extract.filter:RECAP_FILTER"),
+    "continue": _x("recitation.extract.continue_book:CONTINUE_METHOD"),  # its own job
     # probes
     "prefix_probe": Entry("probe", "prefix_probe",
                           "recitation.extract.prefix_probe:PREFIX_PROBE"),

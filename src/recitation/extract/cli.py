@@ -26,6 +26,8 @@ __all__ = ["add_extract_parser", "build_params", "export_run", "parse_model_spec
            "request_timeout_for"]
 
 _METHODS = tuple(names("extraction"))  # from the method registry (recitation.methods)
+WHOLE_BOOK = "continue"  # its own job (extract/continue_book.py), never combined with RECAP's
+_RECAP = tuple(m for m in _METHODS if m != WHOLE_BOOK)
 
 
 def _ints(text: str | None) -> list[int] | None:
@@ -86,6 +88,10 @@ def cmd_extract(args: argparse.Namespace) -> int:
         return 0
     if not args.book or not args.target:
         raise ConfigError("recitation extract needs --book and --target (or --export RUN)")
+    if WHOLE_BOOK in args.methods.split(","):
+        from recitation.extract.continue_cli import cmd_continue
+
+        return cmd_continue(args)
     _check_models_and_methods(args)
     timeout, params = request_timeout_for(args), build_params(args)
     for role in ("helper", "judge"):
@@ -191,8 +197,9 @@ def add_extract_parser(subparsers: Any) -> None:
     p.add_argument("--judge", metavar="SPEC", help="verifier model (default: the helper)")
     p.add_argument("--target-key-env", help="env variable with the target's API key")
     p.add_argument("--helper-key-env", help="env variable with the helper's API key")
-    p.add_argument("--methods", default=",".join(_METHODS),
-                   help=f"comma-separated, from {','.join(_METHODS)}")
+    p.add_argument("--methods", default=",".join(_RECAP),
+                   help=f"comma-separated, from {','.join(_RECAP)}; or '{WHOLE_BOOK}' alone: "
+                   "the whole book by continuation (Ahmed, Cooper et al. 2026)")
     p.add_argument("--chapters", help="0-based chapter indices, e.g. 1,2")
     p.add_argument("--events-per-chapter", type=int)
     p.add_argument("--max-events", type=int)
@@ -207,6 +214,9 @@ def add_extract_parser(subparsers: Any) -> None:
                    "1 per 20 tokens of the longest reply the run may ask for)")
     p.add_argument("--rounds", type=int, default=5, help="feedback rounds (max)")
     _add_recap_options(p)
+    from recitation.extract.continue_cli import add_continue_options
+
+    add_continue_options(p)
     p.add_argument("--concurrency", type=int, help="target: parallel requests")
     p.add_argument("--batch-size", type=int,
                    help="target: requests per batch (events per chunk = this x concurrency)")

@@ -167,6 +167,7 @@ JOBS: dict[str, str] = {
     "prefix_probe": "recitation.extract.prefix_probe:PrefixProbeJob",
     "detect": "recitation.detect.job:DetectJob",
     "extract": "recitation.extract.job:ExtractJob",
+    "continue": "recitation.extract.continue_book:ContinueJob",
     "trace": "recitation.trace.job:TraceJob",
     "propme": "recitation.trace.propme_job:PropmeJob",
     "name_cloze": "recitation.probes.name_cloze:NameClozeJob",
