@@ -112,7 +112,7 @@ class AuditUse:
     ``catalogue``: the family's rank as a catalogue's statistic, by its true-positive rate at
     1% FPR on the organism benchmark (docs/leaderboard.md); 0: never the statistic."""
 
-    run: Literal["prefix_probe", "recap", "detect", "trace"]
+    run: Literal["prefix_probe", "recap", "detect", "trace", "continue"]
     order: int
     primary: tuple[str, ...] = ()
     verdict: bool = True

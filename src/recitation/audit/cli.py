@@ -28,6 +28,8 @@ SETTINGS: tuple[tuple[str, str, Any, str], ...] = (
     ("--null-model", "null_model", str, "without controls: the reference model of the "
      "reproduction null (a model that cannot have memorized the text)"),
     ("--null-alpha", "null_alpha", float, "the reproduction null's level over the passages"),
+    ("--whole-book-calls", "whole_book_calls", int, "--whole-book: calls per model at most"),
+    ("--whole-book-tokens", "whole_book_tokens", int, "--whole-book: reply limit per call"),
     ("--seed", "seed", int, "seed"),
     ("--timeout", "timeout", float, "seconds an API model's request may take (a server on "
      "this machine: one that times out is not sent again, it fails)"),
@@ -80,6 +82,9 @@ def add_audit_parser(sub: Any) -> None:
                        {float: "X", str: "SPEC"}.get(kind, "N"), help=text)
     p.add_argument("--no-pearl", dest="setting_pearl", action="store_false", default=None,
                    help="skip PEARL (the costliest black-box detector)")
+    p.add_argument("--whole-book", dest="setting_whole_book", action="store_true",
+                   default=None, help="also extract the whole book by continuation and "
+                   "report how much of it came out (a book file as --text)")
     p.add_argument("--no-cache", dest="setting_cache", action="store_false", default=None,
                    help="do not use the response cache")
     p.add_argument("--trust-logprobs", dest="setting_trust_logprobs", action="store_true",
@@ -101,7 +106,8 @@ def settings_from(args: argparse.Namespace) -> Any:
     """AuditSettings from the options the user set (the others: the model's defaults)."""
     from recitation.audit.run import AuditSettings
 
-    fields = [f for _, f, _, _ in SETTINGS] + ["pearl", "cache", "trust_logprobs"]
+    fields = [f for _, f, _, _ in SETTINGS] + ["pearl", "cache", "trust_logprobs",
+                                               "whole_book"]
     given = {f: getattr(args, f"setting_{f}") for f in fields
              if getattr(args, f"setting_{f}") is not None}
     if args.corpus:

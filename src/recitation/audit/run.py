@@ -30,6 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from recitation import methods
+from recitation.audit.continue_run import create_continue_run
 from recitation.audit.inputs import (
     Controls as ControlSet,
 )
@@ -93,6 +94,10 @@ class AuditSettings(BaseModel):
     recap_hint_tokens: int = Field(512, ge=8, description="reply limit of the feedback helper "
                                    "(the extract job: 4096; released: none)")
     pearl: bool = True
+    whole_book: bool = Field(False, description="also extract the whole book by continuation "
+                             "(extract --methods continue: its share of the book)")
+    whole_book_calls: int = Field(40, ge=1, description="whole book: calls per model at most")
+    whole_book_tokens: int = Field(256, ge=8, description="whole book: reply limit per call")
     pearl_perturbations: list[str] = Field(default_factory=lambda: ["bitflip"])
     pearl_max_intensity: int = Field(3, ge=1)
     pearl_outputs: int = Field(1, ge=1)
@@ -374,6 +379,9 @@ def _create_runs(folder: Path, manifest: dict[str, Any], s: AuditSettings) -> No
             cfg = _prefix_cfg(spec, s, inputs / "passages.jsonl", _mode(spec),
                               null_model_for(spec, s, has_controls))
             entry["runs"]["prefix_probe"] = create_run(cfg, runs).name
+        if runs_of("continue", chosen):
+            create_continue_run(manifest["text"], runs, model_for_runs(spec, s), s, entry,
+                                _mode(spec))
         if runs_of("recap", chosen):
             create_recap_runs(inputs, runs, model_for_runs(spec, s), s, entry, has_controls)
         detectors = runs_of("detect", chosen)
@@ -420,11 +428,13 @@ def _execute_audit(folder: Path, say: Say, calls: dict[str, Any]) -> list[RunOut
 
 
 def run_stages(entry: dict[str, Any]) -> list[list[str]]:
-    """The model's runs in order, as stages run one after another: prefix probing, RECAP,
-    detection. A model that batches on this machine runs its two RECAP runs (passages and
-    controls) in one stage, their prompts decoded together (:mod:`recitation.models.
-    rendezvous`); an API model runs them one after the other, within its rate limits."""
-    have = [m for m in ("prefix_probe", *RECAP_RUNS.values(), "detect") if entry["runs"].get(m)]
+    """The model's runs in order, as stages run one after another: prefix probing, the whole
+    book by continuation, RECAP, detection. A model that batches on this machine runs its
+    two RECAP runs (passages and controls) in one stage, their prompts decoded together
+    (:mod:`recitation.models.rendezvous`); an API model runs them one after the other,
+    within its rate limits."""
+    have = [m for m in ("prefix_probe", "continue", *RECAP_RUNS.values(), "detect")
+            if entry["runs"].get(m)]
     caps = capabilities_of(parse_model_spec(entry["spec"])["backend"])
     recap = [m for m in have if m in RECAP_RUNS.values()]
     together = caps.local and caps.batching and len(recap) > 1

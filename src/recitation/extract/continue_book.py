@@ -44,7 +44,7 @@ from recitation.corpus.tokenize import estimate_tokens, sent_tokenize
 from recitation.errors import BudgetExceeded, ConfigError, CorpusError
 from recitation.extract.bon import augment
 from recitation.extract.verifier import keyword_refusal
-from recitation.methods import Access, Calls, MethodInfo, require_access
+from recitation.methods import Access, AuditUse, Calls, MethodInfo, require_access
 from recitation.metrics.book_recall import BookText, book_recall, cover, find_blocks
 from recitation.metrics.nvrecall import WHOLE_TEXT, Thresholds
 from recitation.models.base import Generation, GenerationRequest, Message, Model
@@ -293,6 +293,8 @@ CONTINUE_METHOD = MethodInfo(
     calls=_calls, calls_formula="at most max_calls generations per book (phase 1's "
     "Best-of-N attempts included)", job="continue", family="continue", unit="book",
     select="extract --methods continue",
+    audit=AuditUse(run="continue", order=15, off="whole_book", off_flag="--whole-book",
+                   why="reported: how much of the book comes out (not a test of the verdict)"),
     options=("mode", "opening_words", "max_new_tokens", "max_calls", "best_of_n",
              "keep_turns", "context_words", "probe_min_words", "stop_window", "stop_below"),
     summary="the book's opening, then the model continues from its own output until it "
