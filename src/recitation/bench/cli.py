@@ -73,6 +73,7 @@ def add_bench_parser(sub: Any) -> None:
     g.add_argument("--json", action="store_true", help="print the results as JSON")
     g.set_defaults(func=cmd_groundtruth)
     _add_claims_parser(cmds)
+    _add_book_parser(cmds)
 
 
 def _add_extract_arguments(g: Any) -> None:
@@ -87,6 +88,47 @@ def _add_extract_arguments(g: Any) -> None:
                    "non-members (default: all)")
     g.add_argument("--extract-rounds", type=int, default=None, metavar="N",
                    help="RECAP feedback rounds at most (default 5, the paper's)")
+
+
+def _add_book_parser(cmds: Any) -> None:
+    b = cmds.add_parser("book", help="whole-book extraction on the whole-work organism: "
+                        "continue, prefix probing and RECAP at one budget per checkpoint "
+                        "(issue 50)")
+    b.add_argument("--preset", default="book", choices=["book", "book-quick"],
+                   help="the organism (book: 20,000 words of Pride and Prejudice; "
+                   "book-quick: its first two chapters)")
+    b.add_argument("--out", type=Path, default=None, help="output directory (default "
+                   "bench/book-PRESET); a stopped run resumes here")
+    b.add_argument("--calls", type=int, default=None, help="target calls per method and "
+                   "checkpoint (default 24)")
+    b.add_argument("--reply-tokens", type=int, default=None, help="reply limit (default 256)")
+    b.add_argument("--methods", nargs="+", default=None, choices=["continue", "prefix", "recap"])
+    b.add_argument("--write-docs", type=Path, default=None, metavar="MD",
+                   help="also write the table into this Markdown file, between "
+                   "<!-- bench-book:start --> and <!-- bench-book:end -->")
+    b.set_defaults(func=cmd_book)
+
+
+def cmd_book(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
+    from recitation.bench.book import BookBenchConfig, markdown, measure
+    from recitation.bench.markers import replace_block
+    from recitation.runs.console import console, err_console
+
+    fields = {"preset": args.preset, "calls": args.calls, "reply_tokens": args.reply_tokens,
+              "methods": tuple(args.methods) if args.methods else None}
+    cfg = BookBenchConfig(**{k: v for k, v in fields.items() if v is not None})
+    ensure_organism(cfg.preset)
+    out = args.out or Path("bench") / f"book-{cfg.preset}"
+    res = measure(cfg, out, progress=lambda m: err_console.print(f"[dim]{escape(m)}[/dim]"))
+    md = markdown(res)
+    (out / "book-bench.md").write_text(md + "\n", encoding="utf-8")
+    console.print(md, markup=False)
+    if args.write_docs:
+        replace_block(args.write_docs, "bench-book", md)
+        console.print(f"wrote the table into {args.write_docs}")
+    return 0
 
 
 def _add_claims_parser(cmds: Any) -> None:

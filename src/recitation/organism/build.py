@@ -85,9 +85,10 @@ def library_versions() -> dict[str, str]:
 def fingerprint(cfg: OrganismConfig, data_digest: str, base: dict[str, Any]) -> str:
     """The identity of everything that makes the weights (the training code's source
     included: a change to the training loop rebuilds)."""
+    code = (*TRAINING_CODE, "recitation.organism.work") if cfg.split == "work" else TRAINING_CODE
     return digest({"format": FORMAT, "config": cfg.fingerprint_fields(), "data": data_digest,
                    "base": base, "versions": library_versions(),
-                   "code": source_digest(*TRAINING_CODE)})
+                   "code": source_digest(*code)})
 
 
 def up_to_date(directory: Path, fp: str) -> dict[str, Any] | None:
@@ -199,7 +200,12 @@ def _build_into(folder: Path, cfg: OrganismConfig, novels: Any, meta: dict[str, 
     def count(text: str) -> int:
         return len(tok(text, add_special_tokens=True)["input_ids"])
 
-    passages = split_passages(cfg, novels, offsets, count)
+    if cfg.split == "work":
+        from recitation.organism.work import work_passages
+
+        passages = work_passages(cfg, novels, offsets, count)
+    else:
+        passages = split_passages(cfg, novels, offsets, count)
     save_split(folder / SPLIT, passages, meta | {"name": cfg.name,
                                                  "config": cfg.model_dump(mode="json")})
     epochs = _train(folder, cfg, model, tok, passages, on_epoch, meta["base"])
@@ -236,6 +242,12 @@ def _train(folder: Path, cfg: OrganismConfig, model: Any, tok: Any,
 
     def checkpoint(epoch: int, loss: float | None, seconds: float) -> None:
         path = folder / f"epoch{epoch}"
+        if epoch and cfg.keep_epochs and epoch not in cfg.keep_epochs:
+            log.info("organism %s: epoch %d loss %s (%.0f s), not kept", cfg.name, epoch,
+                     loss, seconds)
+            if on_epoch is not None:
+                on_epoch(epoch, loss, seconds)
+            return
         if epoch == 0:
             weights = base_checkpoint(model, tok, path, base)
         else:

@@ -39,11 +39,27 @@ def add_organism_parser(sub: Any) -> None:
     t.set_defaults(func=cmd_path)
 
 
+def _describe(cfg: Any) -> str:
+    """One line saying what is built."""
+    if cfg.split == "work":
+        kept = list(cfg.keep_epochs) or "every epoch"
+        return (f"organism {cfg.name}: {cfg.work} read straight through "
+                f"({'all' if not cfg.work_words else f'{cfg.work_words:,}+ words'}), "
+                f"{cfg.passage_tokens}-token windows, {cfg.epochs} epochs (checkpoints kept: "
+                f"{kept}), seed {cfg.seed}")
+    return (f"organism {cfg.name}: {cfg.members} members ({cfg.members_per_dose} at each "
+            f"dose {list(cfg.doses)}), {cfg.n_nonmembers} non-members, {cfg.passage_tokens}-"
+            f"token passages, split by {cfg.split}, {cfg.epochs} epochs, seed {cfg.seed}")
+
+
 def _add_name_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="the quick preset (name 'quick')")
-    p.add_argument("--preset", default=None, choices=["default", "quick", "lowfpr"],
+    p.add_argument("--preset", default=None, choices=["default", "quick", "lowfpr", "book",
+                                                      "book-quick"],
                    help="a preset by name (lowfpr: 500 members at doses 1 and 4, 1,000 "
-                   "non-members, one epoch; the low-FPR benchmark's)")
+                   "non-members, one epoch; the low-FPR benchmark's; book: the first "
+                   "20,000 words of Pride and Prejudice read 16 times, checkpoints at "
+                   "epochs 1, 4, 16; book-quick: its first two chapters)")
     p.add_argument("--name", default=None, help="organism name (default: the preset's)")
 
 
@@ -86,10 +102,7 @@ def cmd_build(args: argparse.Namespace) -> int:
                       passage_tokens=args.passage_tokens, learning_rate=args.learning_rate,
                       batch_size=args.batch_size, threads=args.threads,
                       lora=args.lora or None, device=args.device)
-    console.print(f"organism {cfg.name}: {cfg.members} members ({cfg.members_per_dose} at "
-                  f"each dose {list(cfg.doses)}), {cfg.n_nonmembers} non-members, "
-                  f"{cfg.passage_tokens}-token passages, split by {cfg.split}, "
-                  f"{cfg.epochs} epochs, seed {cfg.seed}")
+    console.print(_describe(cfg))
 
     def report(epoch: int, loss: float | None, seconds: float) -> None:
         what = "base model" if loss is None else f"training loss {loss:.4f}"

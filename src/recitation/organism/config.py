@@ -18,7 +18,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from recitation.errors import ConfigError
 from recitation.models.device import Device
-from recitation.organism.paths import DEFAULT_NAME, LOWFPR_NAME, QUICK_NAME, check_name
+from recitation.organism.paths import (
+    BOOK_NAME,
+    BOOK_QUICK_NAME,
+    DEFAULT_NAME,
+    LOWFPR_NAME,
+    QUICK_NAME,
+    check_name,
+)
 
 FORMAT = 2
 """Bumped whenever the builder changes what it produces for the same config."""
@@ -38,7 +45,7 @@ class OrganismConfig(BaseModel):
     source: Literal["pdnc"] = "pdnc"
     data_dir: Path | None = Field(None, description="PDNC folder (default: "
                                   "$RECITATION_DATA/pdnc, else ../shared/data/pdnc)")
-    split: Literal["passage", "book"] = "passage"
+    split: Literal["passage", "book", "work"] = "passage"
     passage_tokens: int = Field(128, ge=16, le=2048)
     doses: tuple[int, ...] = (1, 4, 16)
     members_per_dose: int = Field(8, ge=1)
@@ -48,6 +55,14 @@ class OrganismConfig(BaseModel):
     member_books: float = Field(0.5, gt=0, lt=1, description="--split book: share of novels "
                                 "whose passages are members")
     exclude: tuple[str, ...] = PD_EXCLUDED
+    work: str = Field("", description="--split work: the PDNC novel read straight through "
+                      "(organism/work.py)")
+    work_words: int = Field(0, ge=0, description="--split work: its first chapters, up to "
+                            "the chapter end after this many words (0: all of it)")
+    stride_tokens: int = Field(0, ge=0, description="--split work: a window every this "
+                               "many tokens (0: three quarters of a window)")
+    keep_epochs: tuple[int, ...] = Field((), description="the epochs whose checkpoints are "
+                                         "kept (none given: every epoch)")
     epochs: int = Field(3, ge=1, le=100)
     seed: int = 0
     learning_rate: float = Field(5e-5, gt=0, lt=1)
@@ -86,8 +101,11 @@ class OrganismConfig(BaseModel):
         had before devices existed."""
         from recitation.models.device import is_cuda, resolve_device
 
-        fields = self.model_dump(mode="json", exclude={"name", "data_dir", "device"})
-        return fields | ({"device": "cuda"} if is_cuda(resolve_device(self.device)) else {})
+        fields = self.model_dump(mode="json", exclude={"name", "data_dir", "device", *_LATER})
+        later = {k: v for k, v in self.model_dump(mode="json", include=set(_LATER)).items()
+                 if getattr(self, k) != OrganismConfig.model_fields[k].default}
+        return fields | later | ({"device": "cuda"} if is_cuda(resolve_device(self.device))
+                                 else {})
 
     def resolved_data_dir(self) -> Path:
         """The PDNC folder: ``data_dir``, else ``$RECITATION_DATA/pdnc``, else
@@ -105,6 +123,10 @@ class OrganismConfig(BaseModel):
         return d
 
 
+_LATER = ("work", "work_words", "stride_tokens", "keep_epochs")
+"""Fields added after organisms were published: in the fingerprint only when set, so an
+organism built before them keeps its fingerprint (and is not rebuilt)."""
+
 DEFAULT = OrganismConfig()
 QUICK = OrganismConfig(name=QUICK_NAME, passage_tokens=64, members_per_dose=5, epochs=2,
                        learning_rate=1e-4)
@@ -116,8 +138,17 @@ on 2 cores), 1,000 non-members drawn by the same paired split; enough non-member
 rates at 1% false positives on held-out halves of 500. Learning rate 1e-5: at the default
 5e-5 every white-box score reached AUC 0.94-1.00 on the members seen four times and the
 reference-model ratio 0.991 on those seen once (docs/groundtruth-results.md), too easy."""
+BOOK = OrganismConfig(name=BOOK_NAME, split="work", work="PrideAndPrejudice",
+                      work_words=20_000, passage_tokens=256, doses=(1,), members_per_dose=1,
+                      epochs=16, keep_epochs=(1, 4, 16), learning_rate=1e-4)
+"""The whole-book organism (issue 50): the first chapters of *Pride and Prejudice* (to the
+chapter end after 20,000 words) read straight through once per epoch, in 256-token windows
+that overlap by a quarter; its doses are epochs 1, 4 and 16 (the checkpoints kept)."""
+BOOK_QUICK = BOOK.model_copy(update={"name": BOOK_QUICK_NAME, "work_words": 900})
+"""Its quick version for CI: the first two chapters (1,654 words)."""
 PRESETS: dict[str, OrganismConfig] = {DEFAULT_NAME: DEFAULT, QUICK_NAME: QUICK,
-                                      LOWFPR_NAME: LOWFPR}
+                                      LOWFPR_NAME: LOWFPR, BOOK_NAME: BOOK,
+                                      BOOK_QUICK_NAME: BOOK_QUICK}
 
 
 def make_config(*, quick: bool = False, preset: str | None = None,

@@ -26,6 +26,8 @@ from recitation.errors import ConfigError
 DEFAULT_NAME = "default"
 QUICK_NAME = "quick"
 LOWFPR_NAME = "lowfpr"
+BOOK_NAME = "book"
+BOOK_QUICK_NAME = "book-quick"
 MANIFEST = "manifest.json"
 SPLIT = "split.json"
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -79,8 +81,8 @@ def build_command(name: str) -> str:
     """The command line that builds organism ``name`` with its preset."""
     if name == QUICK_NAME:
         return "recitation organism build --quick"
-    if name == LOWFPR_NAME:
-        return "recitation organism build --preset lowfpr"
+    if name in (LOWFPR_NAME, BOOK_NAME, BOOK_QUICK_NAME):
+        return f"recitation organism build --preset {name}"
     if name == DEFAULT_NAME:
         return "recitation organism build"
     return f"recitation organism build --name {name}"
