@@ -128,9 +128,9 @@ def test_the_estimate_counts_the_calls_the_runs_make(tmp_path: Path) -> None:
                       pearl=True, pearl_outputs=1, cache=False)
     folder = create_audit([str(text)], ["scripted:echo"], [str(controls)], s,
                           runs_dir=tmp_path / "runs")
-    from recitation.audit.estimate import _run_estimate
+    from recitation.runs.estimate import run_estimate
 
-    expected = {k: _run_estimate(folder / "runs" / n)[1]
+    expected = {k: run_estimate(folder / "runs" / n)[1]
                 for k, n in load_manifest(folder)["models"][0]["runs"].items()}
     execute_audit(folder, say=lambda _: None)
     for kind, name in load_manifest(folder)["models"][0]["runs"].items():

@@ -181,3 +181,21 @@ def test_resume_after_a_crash_replays_the_stored_calls(tmp_path: Path,
     with RunStore(run_dir) as s:
         (_, rec), = list(s.results("continue"))
     assert rec["calls"] == 8 and rec["covered_words"] == 8 * 80
+
+
+def test_paid_calls_wait_for_yes_after_the_estimate(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from recitation.cli import main
+
+    asked: list[GenerationRequest] = []
+    monkeypatch.setattr("recitation.models.registry.build_backend",
+                        lambda cfg: ScriptedModel(lambda r: asked.append(r) or "x"))
+    monkeypatch.setenv("RECITATION_TEST_KEY", "sk-test-not-used")
+    code = main(["extract", "--methods", "continue", "--book", str(_book_file(tmp_path)),
+                 "--target", "openai:gpt-4.1", "--target-key-env", "RECITATION_TEST_KEY",
+                 "--max-calls", "5", "--runs-dir", str(tmp_path / "runs")])
+    out, err = capsys.readouterr()
+    assert code == 1 and "paid calls; nothing was called" in err
+    assert "estimate for openai:gpt-4.1: 5 model calls" in out and "about $" in out
+    assert asked == []

@@ -36,6 +36,7 @@ def continue_params(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_continue(args: argparse.Namespace) -> int:
+    from recitation.runs.estimate import estimate_run
     from recitation.runs.config import parse_config
     from recitation.runs.console import console, execute_and_print
     from recitation.runs.runner import create_run
@@ -53,6 +54,11 @@ def cmd_continue(args: argparse.Namespace) -> int:
         source="recitation extract --methods continue")
     run_dir = create_run(cfg, args.runs_dir)
     console.print(f"run directory: {run_dir}  (resume: recitation resume {run_dir})")
+    est = estimate_run(run_dir, args.target)
+    console.print(est.line())
+    if est.paid and not args.yes:
+        raise ConfigError("the run makes paid calls; nothing was called. Check the estimate "
+                          f"above, then 'recitation resume {run_dir}' (or add --yes)")
     return execute_and_print(run_dir)
 
 
@@ -73,3 +79,5 @@ def add_continue_options(p: Any) -> None:
     g.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
     g.add_argument("--budget-dollars", type=float, help="stop the run after this many "
                    "dollars")
+    g.add_argument("--yes", action="store_true", help="make paid calls without asking (the "
+                   "estimate is printed first either way)")
