@@ -2,7 +2,8 @@
 "Extracting books from production language models", arXiv 2601.02671).
 
 **Phase 1** (the probe): the model gets the book's opening (its first sentence unless
-``opening_words`` says otherwise) with the instruction :data:`INSTRUCTION` (chat mode), or
+``opening_words`` says otherwise, after the first chapter's heading where the book has one:
+the book as it begins) with the instruction :data:`INSTRUCTION` (chat mode), or
 the opening alone (completion mode, a base or fine-tuned model). When the answer is a
 refusal or does not reproduce the book, up to ``best_of_n`` Best-of-N variants of the
 instruction (:mod:`recitation.extract.bon`) are tried, each one call (in completion mode
@@ -14,7 +15,8 @@ with that length as the last filter).
 **Phase 2** (iterative continuation): the model continues from its **own** last output, never
 from the book: in chat mode the conversation goes on with :data:`CONTINUE` as the user turn
 (the first request and the last ``keep_turns`` exchanges are kept); in completion mode the
-prompt is the last ``context_words`` words of the opening and everything generated so far.
+prompt is the last ``context_words`` words of the opening and everything generated so far,
+as generated (its spacing and line breaks kept).
 It stops at the first of: a refusal; an empty answer; ``max_calls`` calls (phase 1's
 included) or the run's token or dollar budget; the book's last words reached; or the
 continuation no longer matching the book, our stated rule: the last ``stop_window`` answers
@@ -33,6 +35,7 @@ replays its calls (greedy, or seeded when sampled) and goes on where it stopped.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -88,12 +91,21 @@ class _State:
     first: GenerationRequest | None = None  # the phase-1 request that succeeded
 
 
-def opening_of(book: BookText, words: int) -> str:
-    """The book's first ``words`` words, or (0) its first sentence."""
+def opening_of(book: BookText, words: int, heading: str = "") -> str:
+    """The book's first ``words`` words, or (0) its first sentence; after the first
+    chapter's ``heading`` when it has one (the book as it begins)."""
     if words:
-        return book.passage(0, min(words, len(book)))
-    first = sent_tokenize(book.passage(0, min(len(book), 200)))
-    return first[0] if first else ""
+        text = book.passage(0, min(words, len(book)))
+    else:
+        first = sent_tokenize(book.passage(0, min(len(book), 200)))
+        text = first[0] if first else ""
+    return f"{heading}\n\n{text}" if heading else text
+
+
+def tail_words(text: str, n: int) -> str:
+    """The last ``n`` words of ``text`` with its own spacing and line breaks."""
+    starts = [m.start() for m in re.finditer(r"\S+", text)]
+    return text[starts[-n]:] if len(starts) > n else text
 
 
 class ContinueJob(Job):
@@ -117,8 +129,9 @@ class ContinueJob(Job):
                                   f"{len(chapters)}, numbered from 0)")
             chapters = [chapters[i] for i in self.params.chapters]
         pairs = [(c.title or f"chapter {i + 1}", c.full_text) for i, c in enumerate(chapters)]
+        titled = bool(chapters[0].title) and chapters[0].title != "Front matter"
         return [WorkItem(book.id, {"title": self.params.title or book.title,
-                                   "chapters": pairs})]
+                                   "chapters": pairs, "titled": titled})]
 
     def input_files(self) -> dict[str, Path]:
         return {"params.book": Path(self.params.book)}
@@ -141,7 +154,8 @@ class ContinueJob(Job):
         book = BookText.of([tuple(c) for c in item.payload["chapters"]])
         if len(book) < 2:
             raise CorpusError(f"{item.id}: the book has fewer than 2 words")
-        opening = opening_of(book, self.params.opening_words)
+        first = item.payload["chapters"][0][0] if item.payload.get("titled") else ""
+        opening = opening_of(book, self.params.opening_words, first)
         state = _State(np.zeros(len(book), dtype=bool))
         stop = await self._phase1(book, opening, item.payload["title"], model, state)
         while stop is None:
@@ -234,9 +248,9 @@ class ContinueJob(Job):
     def next_request(self, opening: str, state: _State) -> GenerationRequest:
         """Phase 2's request: the model's own last output, never the book's."""
         p = self.params
-        if p.mode == "completion":
-            running = " ".join([opening, *state.texts]).split()
-            return GenerationRequest(prompt=" ".join(running[-p.context_words:]), **self._kw(0))
+        if p.mode == "completion":  # the running text as generated, its line breaks kept
+            running = opening + "".join(state.texts)
+            return GenerationRequest(prompt=tail_words(running, p.context_words), **self._kw(0))
         assert state.first is not None and state.first.messages is not None
         turns: list[Message] = []
         for text in state.texts[-p.keep_turns:]:
