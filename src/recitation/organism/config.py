@@ -140,7 +140,7 @@ rates at 1% false positives on held-out halves of 500. Learning rate 1e-5: at th
 reference-model ratio 0.991 on those seen once (docs/groundtruth-results.md), too easy."""
 BOOK = OrganismConfig(name=BOOK_NAME, split="work", work="PrideAndPrejudice",
                       work_words=20_000, passage_tokens=256, doses=(1,), members_per_dose=1,
-                      epochs=16, keep_epochs=(1, 4, 16), learning_rate=1e-4)
+                      epochs=16, keep_epochs=(1, 4, 16), learning_rate=3e-4)
 """The whole-book organism (issue 50): the first chapters of *Pride and Prejudice* (to the
 chapter end after 20,000 words) read straight through once per epoch, in 256-token windows
 that overlap by a quarter; its doses are epochs 1, 4 and 16 (the checkpoints kept)."""
