@@ -258,3 +258,66 @@ def test_a_whole_book_reproduced_beyond_chance_in_chromium(browser: Any, tmp_pat
     assert "reproduced beyond chance" in text
     assert errors == []
     page.close()
+
+
+def _memorized_book(tmp: Path) -> tuple[Path, list[str]]:
+    """Two chapters of made-up words, a full stop every 10 words; the words the measure
+    reads (headings are not part of the text)."""
+    import random
+
+    rng = random.Random(11)
+    body: list[list[str]] = [[f"{rng.choice('bdfgklmnprst')}{rng.choice('aeiou')}"
+                              f"{rng.choice('lmnrst')}{i}" for i in range(n)] for n in (300, 260)]
+    for ch in body:
+        for j in range(9, len(ch), 10):
+            ch[j] += "."
+    book = tmp / "book.txt"
+    book.write_text("\n\n".join(f"CHAPTER {k}\n\n{' '.join(ch)}" for k, ch in
+                                enumerate(body, 1)) + "\n", encoding="utf-8")
+    return book, [w for ch in body for w in ch]
+
+
+def test_how_much_of_the_book_came_out_in_chromium(browser: Any, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scripted model that holds the whole book continues it from the opening (the first
+    chapter's heading and first sentence, 10 words): 550 of the 560 words come out, all of
+    chapter II. The section gives the share, the map (one bar per block, the chapters
+    named), the longest passages (withheld when redacted), the calls, and what the number
+    does not mean."""
+    from recitation.models.scripted import ScriptedModel
+
+    book, words = _memorized_book(tmp_path)
+    raw = book.read_text(encoding="utf-8").split()
+
+    def reply(req: Any) -> str:
+        tail = (req.prompt or "").split()[-6:]
+        for i in range(len(raw) - len(tail) + 1):
+            if raw[i:i + len(tail)] == tail:
+                return " " + " ".join(raw[i + len(tail):i + len(tail) + 60])
+        return ""
+
+    monkeypatch.setattr("recitation.models.registry.build_backend",
+                        lambda cfg: ScriptedModel(reply))
+    folder = _audit(tmp_path, "--text", str(book), "--model", "scripted:memory",
+                    "--whole-book", "--passages", "1", "--recap-passages", "0",
+                    "--no-pearl", "--no-cache", "--null-model", "none")
+    findings = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    (m,) = findings["sections"]["book_extraction"]["models"].values()
+    assert (m["covered_words"], m["book_words"]) == (550, len(words)) == (550, 560)
+    assert [c["covered"] for c in m["chapters"]] == [290, 260]
+    md = (folder / "report.md").read_text(encoding="utf-8")
+    assert "| CHAPTER 2 | 260 | 260 | 100.0% |" in md
+    page, errors = _open(browser, folder / "report.html")
+    text = page.inner_text("#book_extraction")
+    assert "98.2% of the book extracted near-verbatim (550 of 560 words" in text
+    assert "What this number does not mean" in text and words[100] in text
+    page.wait_for_selector("#book-map-0 .main-svg")
+    bars = page.evaluate("document.getElementById('book-map-0').data.length")
+    assert bars == len(m["blocks"]) >= 1
+    assert "CHAPTER 2" in page.inner_text("#book-map-0")
+    assert errors == []
+    page.close()
+    redacted = folder / "redacted"
+    assert main(["report", str(folder), "--redact", "--out", str(redacted)]) == 0
+    html = next(redacted.glob("*.html")).read_text(encoding="utf-8")
+    assert words[100] not in html and "[redacted:" in html

@@ -211,12 +211,16 @@ def _go_ahead(folder: Path, yes: bool) -> bool:
 
 def _section_lines(findings: dict[str, Any], say: Any) -> None:
     """What the whole-book and catalogue sections found, under the verdict table."""
+    from recitation.report import book_extraction
     from recitation.report.catalogue import headline
     from recitation.report.whole_book import lines
 
     sections = findings.get("sections", {})
     for line in lines(sections["whole_book"]) if "whole_book" in sections else []:
         say(line)
+    if "book_extraction" in sections:
+        for line in book_extraction.lines(sections["book_extraction"]):
+            say(line)
     if cat := sections.get("catalogue"):
         for spec, r in cat["models"].items():
             say(f"catalogue, {spec}: {headline(r, cat['n_works'])}")

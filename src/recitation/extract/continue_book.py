@@ -18,7 +18,7 @@ from the book: in chat mode the conversation goes on with :data:`CONTINUE` as th
 prompt is the last ``context_words`` words of the opening and everything generated so far,
 as generated (its spacing and line breaks kept).
 It stops at the first of: a refusal; an empty answer; ``max_calls`` calls (phase 1's
-included) or the run's token or dollar budget; the book's last words reached; or the
+included) or the run's token or dollar budget; the book's last word reached; or the
 continuation no longer matching the book, our stated rule: the last ``stop_window`` answers
 together add new near-verbatim text (blocks of ``probe_min_words``) for fewer than
 ``stop_below`` of their words.
@@ -192,7 +192,7 @@ class ContinueJob(Job):
         if step["refused"]:
             return "refusal"
         state.texts.append(gen.text)
-        if state.probe_mask[-p.probe_min_words:].any():
+        if state.probe_mask[-1]:  # the book's last word came out
             return "end_of_book"
         recent = [s for s in state.steps if s["phase"] == 2][-p.stop_window:]
         if len(recent) == p.stop_window:

@@ -31,6 +31,7 @@ class Section:
 
 SECTIONS: dict[str, str] = {
     "whole_book": "recitation.report.whole_book:SECTION",
+    "book_extraction": "recitation.report.book_extraction:SECTION",
     "catalogue": "recitation.report.catalogue:SECTION",
     "tracing": "recitation.report.tracing:SECTION",
     "dataset_inference": "recitation.report.inference:SECTION",
