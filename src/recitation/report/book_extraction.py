@@ -26,8 +26,9 @@ NOT_MEANT = (
     "It is what this procedure, with this budget, got out: another prompt, more calls or "
     "sampling can get more (a lower bound).",
     "0% does not show that the model never saw the book: text it does not produce in a "
-    "continuation, or produces only in pieces under 100 words, is not counted.",
-    "It counts near-verbatim text only: paraphrase, summaries and the plot are not counted.")
+    "continuation is not counted.",
+    "It counts near-verbatim text only: paraphrase, summaries and the plot are not counted.",
+    "Blocks shorter than 100 matched words are not counted, however exact.")
 STOPS = {"probe_failed": "the opening was not continued with the book's text",
          "refusal": "the model refused", "empty": "the model stopped writing",
          "max_calls": "the call budget ran out", "budget": "the token or dollar budget ran out",
@@ -60,11 +61,16 @@ def collect(folder: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
     return {"models": models} if models else None
 
 
-def headline(spec: str, m: dict[str, Any]) -> str:
-    return (f"whole book (continue), {spec}: {100 * m['nv_recall']:.1f}% of the book extracted "
-            f"near-verbatim ({m['covered_words']:,} of {m['book_words']:,} words; longest "
-            f"block {m['longest_block_words']:,} words; {m['calls']} calls; stopped: "
+def share_text(m: dict[str, Any]) -> str:
+    """``56.5% of the book extracted near-verbatim (350 of 620 words; ...; stopped: ...)``."""
+    return (f"{100 * m['nv_recall']:.1f}% of the book extracted near-verbatim "
+            f"({m['covered_words']:,} of {m['book_words']:,} words; longest block "
+            f"{m['longest_block_words']:,} words; {m['calls']} calls; stopped: "
             f"{STOPS.get(m['stop_reason'], m['stop_reason'])})")
+
+
+def headline(spec: str, m: dict[str, Any]) -> str:
+    return f"whole book (continue), {spec}: {share_text(m)}"
 
 
 def lines(data: dict[str, Any]) -> list[str]:
@@ -79,18 +85,23 @@ def _cost(m: dict[str, Any]) -> str:
             f"${m['dollars']:.4f}")
 
 
+def _cell(text: str) -> str:
+    """A table cell of Markdown: one line, its pipes escaped."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
 def markdown(data: dict[str, Any]) -> list[str]:
     out = [DEFINITION, ""]
     for spec, m in data["models"].items():
-        out += [f"**{spec}**: {headline(spec, m).split(': ', 1)[1]}", "",
+        out += [f"**{spec}**: {share_text(m)}", "",
                 f"Attempts and cost: {_cost(m)}.", "",
                 "| chapter | words | extracted | share |", "|---|---|---|---|"]
-        out += [f"| {c['title']} | {c['words']:,} | {c['covered']:,} | "
+        out += [f"| {_cell(c['title'])} | {c['words']:,} | {c['covered']:,} | "
                 f"{c['covered'] / max(c['words'], 1):.1%} |" for c in m["chapters"]]
         if m["passages"]:
             out += ["", "Longest extracted passages:", ""]
             out += [f"- words {p['book_start']:,}-{p['book_end']:,} ({p['matched_words']} "
-                    f"matched): {p['text']}" for p in m["passages"]]
+                    f"matched): {' '.join(p['text'].split())}" for p in m["passages"]]
         out.append("")
     return out + ["What this number does not mean:", "", *[f"- {x}" for x in NOT_MEANT]]
 
@@ -125,8 +136,7 @@ def book_map(spec: str, m: dict[str, Any], div_id: str) -> str:
 def html(data: dict[str, Any]) -> str:
     parts = [f'<p class="note">{escape(DEFINITION)}</p>']
     for k, (spec, m) in enumerate(data["models"].items()):
-        head = headline(spec, m).split(": ", 1)[1]
-        parts.append(f"<h3>{escape(spec)}</h3><p><strong>{escape(head)}</strong></p>")
+        parts.append(f"<h3>{escape(spec)}</h3><p><strong>{escape(share_text(m))}</strong></p>")
         parts.append(book_map(spec, m, f"book-map-{k}"))
         parts.append(f"<p>Attempts and cost: {escape(_cost(m))}.</p>")
         if m["passages"]:
