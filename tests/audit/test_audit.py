@@ -35,11 +35,12 @@ def test_methods_follow_the_models_access() -> None:
     have |= {methods.Access.HELPER_MODEL, methods.Access.JUDGE_MODEL}  # itself, it generates
     fits = [f.family for f in methods.audit_families()  # whatever is registered
             if any(not methods.missing_access(m, have) for m in f.methods)
-            and f.use.min_controls <= 12]
+            and f.use.min_controls <= 12 and (not f.use.off or getattr(s, f.use.off))]
     assert chosen == fits and set(chosen) | set(skipped) >= {
         f.family for f in methods.audit_families()}
     assert {"prefix_probe", "recap", "pearl", "whitebox", "recall"} <= set(chosen)
     assert "corpus_index" in skipped["simpletrace"] and "tokenizer" in skipped["dcpdd"]
+    assert skipped["continue"] == "turned off (--whole-book)"  # off unless asked for
     chosen, skipped = plan_methods("anthropic:claude-3-7-sonnet-latest",
                                    s.model_copy(update={"corpus": ["idx"]}), 12)
     assert "whitebox" not in chosen and "logprobs" in skipped["whitebox"]
