@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import time
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -138,11 +138,13 @@ def texts_of(method: str, run_dir: Path) -> list[str]:
             if a.text and (a.opening or a.stage == "refine")]
 
 
-def _target_calls(run_dir: Path) -> dict[str, int]:
-    """Calls and tokens of the run's target (RECAP's helper and judge are the target)."""
+def _target_calls(run_dir: Path) -> dict[str, Any]:
+    """Calls, tokens and model seconds (the calls' latencies, so a resumed benchmark keeps
+    them) of the run's target (RECAP's helper and judge are the target)."""
     with RunStore(run_dir) as store:
         t = store.call_totals()
-    return {"calls": int(t["calls"]), "output_tokens": int(t["output_tokens"])}
+    return {"calls": int(t["calls"]), "output_tokens": int(t["output_tokens"]),
+            "model_seconds": round(float(t["latency_s"]), 1)}
 
 
 def run_one(key: str, run_cfg: Any, out: Path) -> Path:
@@ -174,19 +176,17 @@ def measure(cfg: BookBenchConfig, out: Path,
     for epoch in (0, *org.keep_epochs):
         spec = f"organism:{org.name}:epoch{epoch}"
         for method in cfg.methods:
-            t0 = time.perf_counter()
             run_dir = run_one(f"{method}-epoch{epoch}", run_config(method, spec, cfg, path,
                                                                    inputs), out)
             r = book_recall(book, texts_of(method, run_dir))
             rows.append({"epoch": epoch, "method": method, **_target_calls(run_dir),
                          "nv_recall": r.nv_recall, "covered_words": r.covered,
                          "longest_block_words": r.longest_block,
-                         "longest_run_words": r.longest_run,
-                         "seconds": round(time.perf_counter() - t0, 1),
-                         "run": run_dir.name})
+                         "longest_run_words": r.longest_run, "run": run_dir.name})
             progress(f"epoch {epoch} {method}: nv-recall {r.nv_recall:.1%} "
                      f"({r.covered}/{len(book)} words)")
     res = {"config": cfg.model_dump(mode="json"), "organism": org.name,
+           "cpus": os.cpu_count(),
            "work": org.work, "book_words": len(book), "rows": rows}
     (out / "book-bench.json").write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
     return res
@@ -199,12 +199,15 @@ def markdown(res: dict[str, Any]) -> str:
              f"the measure reads them; budget {c['calls']} target calls per method and "
              f"checkpoint, replies of at most {c['reply_tokens']} tokens, greedy.", "",
              "| checkpoint | method | nv-recall | words covered | longest block | calls | "
-             "output tokens |", "|---|---|---|---|---|---|---|"]
+             "output tokens | model seconds |", "|---|---|---|---|---|---|---|---|"]
     for r in res["rows"]:
         name = "base" if r["epoch"] == 0 else f"epoch {r['epoch']}"
         lines.append(f"| {name} | {r['method']} | {r['nv_recall']:.1%} | "
                      f"{r['covered_words']:,} | {r['longest_block_words']:,} | {r['calls']} | "
-                     f"{r['output_tokens']:,} |")
+                     f"{r['output_tokens']:,} | {r['model_seconds']:,.0f} |")
+    total = sum(r["model_seconds"] for r in res["rows"])
+    lines += ["", f"Model time, all runs: {total / 60:.1f} min (the calls' latencies, "
+              f"{res.get('cpus', '?')} CPU cores, float32)."]
     return "\n".join(lines)
 
 
