@@ -119,7 +119,7 @@ def pytest_make_collect_report(
     return report
 
 
-ORGANISM_FIXTURES = ("quick", "demo_audit", "recitation_runner")
+ORGANISM_FIXTURES = ("quick", "demo_audit", "recitation_runner", "book_quick")
 """Fixtures built on the quick organism: their tests share one pytest-xdist worker."""
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
@@ -158,7 +158,7 @@ def _worker_threads() -> None:
 _worker_threads()
 
 
-MODEL_FIXTURES = ("local_model", "quick", "demo_audit")
+MODEL_FIXTURES = ("local_model", "quick", "demo_audit", "book_quick")
 """Fixtures that load (or build) a real model: a test using one is marked ``model``."""
 
 
@@ -241,6 +241,19 @@ def quick(shared_data: Path):  # type: ignore[no-untyped-def]
     from recitation.organism.paths import organisms_root
 
     return build_organism(make_config(quick=True, data_dir=shared_data / "pdnc"),
+                          root=organisms_root())
+
+
+@pytest.fixture(scope="session")
+def book_quick(shared_data: Path):  # type: ignore[no-untyped-def]
+    """The whole-work organism's quick version (SmolLM2 fine-tuned on the first two chapters
+    of Pride and Prejudice, checkpoints at epochs 1, 4 and 16), built once per session as
+    :func:`quick` is."""
+    from recitation.organism.build import build_organism
+    from recitation.organism.config import make_config
+    from recitation.organism.paths import organisms_root
+
+    return build_organism(make_config(preset="book-quick", data_dir=shared_data / "pdnc"),
                           root=organisms_root())
 
 
