@@ -36,9 +36,9 @@ def continue_params(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_continue(args: argparse.Namespace) -> int:
-    from recitation.runs.estimate import estimate_run
     from recitation.runs.config import parse_config
     from recitation.runs.console import console, execute_and_print
+    from recitation.runs.estimate import estimate_run
     from recitation.runs.runner import create_run
 
     model = parse_model_spec(args.target, args.target_key_env)
