@@ -30,7 +30,6 @@ from recitation.runs import runner
 from recitation.runs.config import parse_config
 
 SCRIPT = "<script>window.__pwned=1</script>"
-CHROMIUM = "/usr/bin/chromium"  # as tests/report/test_report_browser.py
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 _RNG = random.Random(50)
@@ -233,44 +232,3 @@ def test_an_audit_prints_the_line_and_writes_the_section(
     html = (folder / "report.html").read_text(encoding="utf-8")
     assert '<a href="#book_extraction">How much of the book came out</a>' in html
     assert SCRIPT not in html
-
-
-def _open(browser: Any, path: Path) -> tuple[Any, list[str]]:
-    """The page, and the errors and network requests it makes (none expected)."""
-    errors: list[str] = []
-    page = browser.new_page()
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("request", lambda r: errors.append(f"network: {r.url}")
-            if not r.url.startswith(("file:", "data:", "about:")) else None)
-    page.goto(path.resolve().as_uri())
-    page.wait_for_load_state("load")
-    return page, errors
-
-
-def test_the_section_in_chromium(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                 require: Any) -> None:
-    """The audit's report in a real browser (as tests/report/test_report_browser.py): the
-    section is visible, its map drawn with one bar per block and the chapters named, the
-    passage's tag shown as text; nothing reaches the network or fails."""
-    require(Path(CHROMIUM).exists(), "Debian's chromium is not installed: bash "
-            "scripts/test.sh installs it (apt-get install chromium)")
-    playwright = require.module("playwright.sync_api", "pip install -e '.[dev]'")
-    folder = _run_audit(tmp_path, monkeypatch)
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page, errors = _open(browser, folder / "report.html")
-        assert page.is_visible("#book_extraction")
-        text = " ".join(page.inner_text("#book_extraction").split())
-        assert HEADLINE in text and "What this number does not mean" in text
-        assert SCRIPT in text and page.evaluate("window.__pwned") is None
-        page.wait_for_selector("#book-map-0 .main-svg")
-        drawn = page.evaluate("""() => { const d = document.getElementById('book-map-0');
-            return {traces: d.data.length, bars: d.querySelectorAll('.trace.bars').length,
-                    h: d.getBoundingClientRect().height}; }""")
-        assert drawn["traces"] == 2 and drawn["bars"] == 2 and drawn["h"] > 100, drawn
-        labels = page.inner_text("#book-map-0")
-        assert "CHAPTER I" in labels and "CHAPTER II" in labels
-        assert errors == []
-        page.close()
-        browser.close()
