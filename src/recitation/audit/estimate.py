@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from recitation.errors import ConfigError
 from recitation.runs.audits import load_manifest
-from recitation.runs.estimate import ModelEstimate, paid_calls, run_estimate
+from recitation.runs.estimate import ModelEstimate, priced, run_estimate
 from recitation.runs.jobs import CallEstimate
 
 if TYPE_CHECKING:
@@ -43,13 +43,8 @@ def estimate_audit(folder: Path) -> list[ModelEstimate]:
                 unknown.append(kind)
             else:
                 total = total + est
-        if cfg is None:
-            continue
-        table, model = cfg.price_table(), cfg.model.model
-        usd = (table.cost(model, total.input_tokens, total.output_tokens)
-               if table.lookup(model) is not None else None)
-        out.append(ModelEstimate(entry["spec"], model, total, usd, paid_calls(cfg, usd),
-                                 tuple(unknown)))
+        if cfg is not None:
+            out.append(priced(entry["spec"], cfg, total, tuple(unknown)))
     return out
 
 

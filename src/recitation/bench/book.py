@@ -89,7 +89,7 @@ def write_inputs(cfg: BookBenchConfig, book: BookText, out: Path) -> dict[str, P
     from recitation.audit.recap import write_book
 
     probes = out / "probes.jsonl"
-    rows = [{"id": f"probe{k:03d}", "text": book.passage(a, b), "prefix_words": cfg.prefix_words}
+    rows = [{"id": f"probe{k:03d}", "text": book.passage(a, b)}
             for k, (a, b) in enumerate(_windows(book, cfg.calls, cfg.prefix_words,
                                                 cfg.prefix_words))]
     probes.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
@@ -128,8 +128,7 @@ def texts_of(method: str, run_dir: Path) -> list[str]:
 
     with RunStore(run_dir) as store:
         if method == "continue":
-            return ["\n".join(s["response"] for s in r["steps"] if s["phase"] == 2
-                              or (s["phase"] == 1 and not s["refused"] and s["new_words"]))
+            return ["\n".join(s["response"] for s in r["steps"] if s["accepted"])
                     for _, r in store.results("continue")]
         if method == "prefix":
             return [r["continuation"] for _, r in store.results("prefix_probe")]

@@ -91,7 +91,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     if WHOLE_BOOK in args.methods.split(","):
         from recitation.extract.continue_cli import cmd_continue
 
-        return cmd_continue(args)
+        return cmd_continue(args, _ints(args.chapters))
     _check_models_and_methods(args)
     timeout, params = request_timeout_for(args), build_params(args)
     for role in ("helper", "judge"):

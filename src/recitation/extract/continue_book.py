@@ -174,7 +174,7 @@ class ContinueJob(Job):
             step = self._step(book, state, gen, phase=1, attempt=attempt)
             if not step["refused"] and step["new_words"]:
                 state.first = req
-                state.texts.append(gen.text)
+                _accept(state, step)
                 return None
         return "probe_failed"
 
@@ -191,7 +191,7 @@ class ContinueJob(Job):
             return "empty"
         if step["refused"]:
             return "refusal"
-        state.texts.append(gen.text)
+        _accept(state, step)
         if state.probe_mask[-1]:  # the book's last word came out
             return "end_of_book"
         recent = [s for s in state.steps if s["phase"] == 2][-p.stop_window:]
@@ -210,7 +210,7 @@ class ContinueJob(Job):
         if not refused:
             cover(state.probe_mask, find_blocks(book, gen.text, self.probe_thresholds()))
         step = {"phase": phase, "attempt": attempt, "response": gen.text,
-                "refused": refused, "words": len(gen.text.split()),
+                "refused": refused, "accepted": False, "words": len(gen.text.split()),
                 "new_words": int(state.probe_mask.sum()) - before,
                 "finish_reason": gen.finish_reason, "input_tokens": gen.usage.input_tokens,
                 "output_tokens": gen.usage.output_tokens, "dollars": gen.cost_usd}
@@ -285,6 +285,12 @@ class ContinueJob(Job):
         return Table("Whole-book extraction (continue)", ["book", "nv-recall", "words",
                                                           "longest block", "calls", "stop"],
                      rows, head)
+
+
+def _accept(state: _State, step: dict[str, Any]) -> None:
+    """The step's answer joins the extracted text (the measure reads these, in order)."""
+    step["accepted"] = True
+    state.texts.append(step["response"])
 
 
 async def _call(model: Model, req: GenerationRequest) -> Generation | None:

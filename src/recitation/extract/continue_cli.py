@@ -16,18 +16,15 @@ from recitation.errors import ConfigError
 from recitation.models.config import parse_model_spec
 
 
-def continue_params(args: argparse.Namespace) -> dict[str, Any]:
-    """The continue job's parameters from the command line (unset: the job's defaults)."""
+def continue_params(args: argparse.Namespace, chapters: list[int] | None) -> dict[str, Any]:
+    """The continue job's parameters from the command line (unset: the job's defaults);
+    ``chapters``: ``--chapters``, parsed as the RECAP extraction parses it."""
     if args.methods.strip() != "continue":
         raise ConfigError("--methods continue runs alone (its own job): drop "
                           f"{args.methods.replace('continue', '').strip(',')} or run it apart")
     params: dict[str, Any] = {"book": str(args.book)}
-    if args.chapters:
-        try:
-            params["chapters"] = [int(x) for x in args.chapters.split(",") if x.strip()]
-        except ValueError:
-            raise ConfigError(f"--chapters: expected comma-separated integers, got "
-                              f"'{args.chapters}'") from None
+    if chapters:
+        params["chapters"] = chapters
     for name in ("mode", "max_new_tokens", "max_calls", "best_of_n", "opening_words",
                  "stop_window", "stop_below", "temperature"):
         if getattr(args, name, None) is not None:
@@ -35,7 +32,7 @@ def continue_params(args: argparse.Namespace) -> dict[str, Any]:
     return params
 
 
-def cmd_continue(args: argparse.Namespace) -> int:
+def cmd_continue(args: argparse.Namespace, chapters: list[int] | None = None) -> int:
     from recitation.runs.config import parse_config
     from recitation.runs.console import console, execute_and_print
     from recitation.runs.estimate import estimate_run
@@ -50,7 +47,7 @@ def cmd_continue(args: argparse.Namespace) -> int:
         "job": "continue", "name": "continue", "seed": 0, "model": model,
         "budget": {"max_tokens": args.budget_tokens,
                    "max_dollars": getattr(args, "budget_dollars", None)},
-        "cache": not args.no_cache, "params": continue_params(args)},
+        "cache": not args.no_cache, "params": continue_params(args, chapters)},
         source="recitation extract --methods continue")
     run_dir = create_run(cfg, args.runs_dir)
     console.print(f"run directory: {run_dir}  (resume: recitation resume {run_dir})")

@@ -104,7 +104,7 @@ def find_blocks(book: BookText, text: str, t: Thresholds = WHOLE_TEXT,
     cand = normalized(text).lower().split()
     return [Found(generation, b.ref_start, b.ref_end, b.matched,
                   tuple((r, size) for r, _, size in b.parts))
-            for b in blocks(list(book.words), cand, t)]
+            for b in blocks(book.words, cand, t)]
 
 
 def cover(mask: np.ndarray, found: list[Found]) -> None:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from difflib import SequenceMatcher
@@ -132,7 +133,7 @@ def _merge(blocks: list[Block], gap: int, align: int) -> list[Block]:
     return out
 
 
-def blocks(ref: list[str], cand: list[str], t: Thresholds) -> list[Block]:
+def blocks(ref: Sequence[str], cand: Sequence[str], t: Thresholds) -> list[Block]:
     """The retained blocks of two word lists: ``difflib`` matching blocks (autojunk on),
     merged and filtered twice (module docstring)."""
     found = [Block(m.a, m.a + m.size, m.b, m.b + m.size, m.size, ((m.a, m.b, m.size),))

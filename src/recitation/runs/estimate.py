@@ -66,12 +66,16 @@ def run_estimate(run_dir: Path) -> tuple[RunConfig, CallEstimate | None]:
     return cfg, job.estimate()
 
 
-def estimate_run(run_dir: Path, spec: str) -> ModelEstimate:
-    """One run's calls and cost, from its stored work (no model is called)."""
-    cfg, est = run_estimate(run_dir)
-    total = est or CallEstimate()
+def priced(spec: str, cfg: RunConfig, total: CallEstimate,
+           unknown: tuple[str, ...] = ()) -> ModelEstimate:
+    """``total`` calls of ``cfg``'s model, priced by its run's price table."""
     table, model = cfg.price_table(), cfg.model.model
     usd = (table.cost(model, total.input_tokens, total.output_tokens)
            if table.lookup(model) is not None else None)
-    return ModelEstimate(spec, model, total, usd, paid_calls(cfg, usd),
-                         () if est is not None else (cfg.job,))
+    return ModelEstimate(spec, model, total, usd, paid_calls(cfg, usd), unknown)
+
+
+def estimate_run(run_dir: Path, spec: str) -> ModelEstimate:
+    """One run's calls and cost, from its stored work (no model is called)."""
+    cfg, est = run_estimate(run_dir)
+    return priced(spec, cfg, est or CallEstimate(), () if est is not None else (cfg.job,))
