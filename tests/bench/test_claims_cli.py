@@ -11,6 +11,7 @@ from test_claims_analysis import synthetic  # tests/bench is on sys.path (rootdi
 
 from recitation.bench.claims_run import RECORDS, ClaimsConfig, organism_name, save_scores
 from recitation.cli import main
+from recitation.errors import ConfigError
 
 
 def write(out: Path, seeds: tuple[int, ...]) -> None:
@@ -53,3 +54,31 @@ def test_without_records_or_with_a_shared_seed_it_says_what_to_do(
     assert main(["bench", "claims", "--out", str(tmp_path), "--dev-seed", "0",
                  "--analyse-only"]) != 0
     assert "development seed 0 is also a test seed" in capsys.readouterr().err
+
+
+def test_test_organisms_share_the_first_ones_nonmembers_and_one_reference(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first test organism and the development one draw as before (their fingerprints
+    kept); the later test organisms take the first one's non-members; a base checkpoint
+    whose weights differ from the development organism's is refused as a shared
+    reference."""
+    from recitation.bench.claims_run import organism_config, shared_reference
+
+    cfg = ClaimsConfig()
+    assert organism_config(cfg, 3, True).nonmembers_seed is None
+    assert organism_config(cfg, 0, False).nonmembers_seed is None
+    assert [organism_config(cfg, s, False).nonmembers_seed for s in (1, 2)] == [0, 0]
+    assert organism_config(ClaimsConfig(shared_nonmembers=False), 1, False
+                           ).nonmembers_seed is None
+    monkeypatch.setenv("RECITATION_MODEL_CACHE_DIR", str(tmp_path / "models"))
+    from recitation.organism.paths import organism_dir
+
+    for name, digest in (("claims-dev", "aa"), ("claims-s0", "aa"), ("claims-s1", "bb")):
+        organism_dir(name).mkdir(parents=True)
+        (organism_dir(name) / "manifest.json").write_text(json.dumps(
+            {"epochs": [{"epoch": 0, "digest": digest}, {"epoch": 1, "digest": name}]}))
+    assert shared_reference(cfg, "claims-s0", tmp_path) == {
+        "signals_dir": str(tmp_path / "signals"), "reference_organism": "claims-dev"}
+    with pytest.raises(ConfigError, match="claims-s1's base checkpoint differs"):
+        shared_reference(cfg, "claims-s1", tmp_path)
+    assert shared_reference(ClaimsConfig(shared_nonmembers=False), "claims-s1", tmp_path) == {}

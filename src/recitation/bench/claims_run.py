@@ -61,6 +61,15 @@ class ClaimsConfig(BaseModel):
     generating: tuple[str, ...] = ()
     sub_members: int = Field(100, ge=1)
     sub_nonmembers: int = Field(1_000, ge=2)
+    # score-based units on that subsample too, for their cost: ReCaLL scores every text again
+    # after a 3-passage prefix (256 tokens where the others read 64: about 10 h per test
+    # organism on 2 cores); their tables then support only the FPRs the subsample measures
+    subsampled: tuple[str, ...] = ("recall",)
+    # the test organisms after the first draw its non-members (organism nonmembers_seed) and
+    # every organism's models share one signal store with one reference model (the
+    # development organism's base checkpoint, the same weights in each): the base model
+    # scores each non-member once, not once per organism
+    shared_nonmembers: bool = True
     # float32: the papers' type for models this size; bfloat16 is host-dependent: 2.6x as fast
     # as float32 on a CPU with AVX-512 BF16, 4.7x slower on one without (docs/benchmarks.md)
     dtype: str = "float32"
@@ -108,10 +117,36 @@ def organism_name(cfg: ClaimsConfig, seed: int, dev: bool) -> str:
 
 
 def organism_config(cfg: ClaimsConfig, seed: int, dev: bool) -> Any:
+    """One organism's config; the test organisms after the first draw the first one's
+    non-members when ``cfg.shared_nonmembers``."""
     from recitation.organism.config import make_config
 
-    return make_config(preset=cfg.preset, name=organism_name(cfg, seed, dev), seed=seed,
-                       nonmembers=cfg.dev_nonmembers if dev else cfg.nonmembers)
+    built = make_config(preset=cfg.preset, name=organism_name(cfg, seed, dev), seed=seed,
+                        nonmembers=cfg.dev_nonmembers if dev else cfg.nonmembers)
+    if cfg.shared_nonmembers and not dev and seed != cfg.seeds[0]:
+        return built.model_copy(update={"nonmembers_seed": cfg.seeds[0]})
+    return built
+
+
+def shared_reference(cfg: ClaimsConfig, name: str, out: Path) -> dict[str, Any]:
+    """The groundtruth settings that share one signal store and one reference model (the
+    development organism's base checkpoint) across organisms; an error when organism
+    ``name``'s base checkpoint is not the same weights (manifest digests of epoch 0). The
+    store: ``out/signals``."""
+    from recitation.organism.paths import read_manifest
+
+    if not cfg.shared_nonmembers:
+        return {}
+    ref = organism_name(cfg, cfg.dev_seed, True)
+
+    def base_digest(organism: str) -> str:
+        return str(next(e["digest"] for e in read_manifest(organism)["epochs"]
+                        if e["epoch"] == 0))
+
+    if base_digest(name) != base_digest(ref):
+        raise ConfigError(f"bench claims: {name}'s base checkpoint differs from {ref}'s, so "
+                          "they cannot share a reference model; set shared_nonmembers off")
+    return {"signals_dir": str(out / "signals"), "reference_organism": ref}
 
 
 def organisms(cfg: ClaimsConfig) -> list[tuple[int, bool]]:
@@ -143,8 +178,9 @@ def measure_organism(cfg: ClaimsConfig, seed: int, dev: bool, out: Path, *,
         "organism": name, "units": (cfg.units if units is None else units) + cfg.generating,
         "dtype": cfg.dtype,
         "signals": True, "seed": cfg.seed, "n_bootstrap": 0, "batch_size": cfg.batch_size,
-        "subsample_units": cfg.generating, "subsample_members": cfg.sub_members,
-        "subsample_nonmembers": cfg.sub_nonmembers})
+        "subsample_units": cfg.generating + cfg.subsampled,
+        "subsample_members": cfg.sub_members, "subsample_nonmembers": cfg.sub_nonmembers,
+        **shared_reference(cfg, name, out)})
     measured = run_units(gt, folder, progress=progress)
     scores: dict[str, dict[str, float]] = {}
     for o in measured.outcomes:

@@ -124,6 +124,11 @@ class GroundTruthConfig(BaseModel):
     # the score-based units read and fill one token-signal store per checkpoint
     # (OUT/signals/epochN, recitation.signals): each text scored once for every detector
     signals: bool = False
+    # the store's folder (None: OUT/signals), so organisms share it: a model's signals live
+    # under a digest of its identity, and a shared reference model is then scored once
+    signals_dir: str | None = None
+    # the organism whose base checkpoint (epoch 0) is the reference model (None: this one's)
+    reference_organism: str | None = None
     # the extract unit (DSP, RECAP, RECAP + filter): runs only when a helper is given
     helper: str | None = None  # model spec of RECAP's helper (summaries, hints, judge)
     extract_methods: tuple[str, ...] = ("dsp", "recap", "recap_filter")
@@ -260,7 +265,9 @@ def unit_params(unit: str, cfg: GroundTruthConfig, files: dict[str, Path], epoch
         "members": [str(files["members" + sub])], "controls": [str(files["nonmembers" + sub])],
         "detectors": [unit], "labelled": True, "n_bootstrap": 0}
     if cfg.signals and not generating(unit):
-        params["signals"] = str(files["passages"].parent.parent / "signals" / f"epoch{epoch}")
+        root = (Path(cfg.signals_dir) if cfg.signals_dir
+                else files["passages"].parent.parent / "signals")
+        params["signals"] = str(root / f"epoch{epoch}")
     if unit == "samia":  # the continuation need only cover the passage's second half
         params["samia_max_tokens"] = passage_tokens
     if unit == "pearl":
@@ -269,8 +276,9 @@ def unit_params(unit: str, cfg: GroundTruthConfig, files: dict[str, Path], epoch
                    "temperature": cfg.pearl_temperature}
     if (referenced(unit) or unit == "whitebox" and cfg.reference) and epoch != 0 \
             and 0 in checkpoints:
+        base = cfg.reference_organism or cfg.organism
         params["reference_model"] = {"backend": "local", "concurrency": 1,
-                                     "model": f"organism:{cfg.organism}:epoch0",
+                                     "model": f"organism:{base}:epoch0",
                                      **dtype_key(cfg.dtype)}
     return "detect", params
 

@@ -65,6 +65,11 @@ class OrganismConfig(BaseModel):
                                          "kept (none given: every epoch)")
     epochs: int = Field(3, ge=1, le=100)
     seed: int = 0
+    nonmembers_seed: int | None = Field(None, description="--split passage: the non-members "
+                                        "drawn as the organism of this seed draws them (the "
+                                        "config otherwise the same), this organism's members "
+                                        "drawn with its own seed from the rest of the pool: "
+                                        "organisms of different seeds share their non-members")
     learning_rate: float = Field(5e-5, gt=0, lt=1)
     batch_size: int = Field(8, ge=1)
     lora: bool = False
@@ -123,7 +128,7 @@ class OrganismConfig(BaseModel):
         return d
 
 
-_LATER = ("work", "work_words", "stride_tokens", "keep_epochs")
+_LATER = ("work", "work_words", "stride_tokens", "keep_epochs", "nonmembers_seed")
 """Fields added after organisms were published: in the fingerprint only when set, so an
 organism built before them keeps its fingerprint (and is not rebuilt)."""
 
