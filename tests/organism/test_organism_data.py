@@ -184,11 +184,13 @@ def test_pairing_balances_novels_between_members_and_nonmembers() -> None:
 
 def test_organisms_of_other_seeds_can_share_their_nonmembers() -> None:
     """nonmembers_seed: the non-members are exactly those the named seed draws, the members
-    this seed's own uniform draw from the rest; unset (or the own seed) changes nothing."""
+    this seed's own uniform draw from the rest; unset, the fingerprint is as before."""
+    from recitation.organism.shared_split import shared_nonmember_split as shared_split
+
     cfg = make_config(members_per_dose=3, passage_tokens=16, nonmembers=20)
     first = split_passages(cfg, novels(), offsets, count)
     shared = cfg.model_copy(update={"seed": 5, "nonmembers_seed": 0})
-    ps = split_passages(shared, novels(), offsets, count)
+    ps = shared_split(shared, novels(), offsets, count)
 
     def key(p: Any) -> tuple[str, int]:
         return (p.novel, p.start)
@@ -198,11 +200,11 @@ def test_organisms_of_other_seeds_can_share_their_nonmembers() -> None:
     assert len(members) == cfg.members and not members & {key(p) for p in ps if not p.member}
     assert members != {key(p) for p in first if p.member}  # a draw of its own
     own = split_passages(cfg.model_copy(update={"seed": 5}), novels(), offsets, count)
-    assert ps != own and split_passages(shared, novels(), offsets, count) == ps
-    assert split_passages(cfg.model_copy(update={"nonmembers_seed": 0}), novels(), offsets,
-                          count) == first
+    assert ps != own and shared_split(shared, novels(), offsets, count) == ps
+    assert Counter(p.dose for p in ps) == Counter(p.dose for p in first)
+    assert all(p.n_tokens == 16 and p.id == f"{p.novel}@{p.start}" for p in ps)
     assert "nonmembers_seed" not in cfg.fingerprint_fields()
     assert shared.fingerprint_fields()["nonmembers_seed"] == 0
     with pytest.raises(ConfigError, match="passage splits only"):
-        split_passages(make_config(split="book", nonmembers_seed=0, members_per_dose=1,
-                                   passage_tokens=16), novels(6), offsets, count)
+        shared_split(make_config(split="book", nonmembers_seed=0, members_per_dose=1,
+                                 passage_tokens=16), novels(6), offsets, count)

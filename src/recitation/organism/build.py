@@ -86,6 +86,8 @@ def fingerprint(cfg: OrganismConfig, data_digest: str, base: dict[str, Any]) -> 
     """The identity of everything that makes the weights (the training code's source
     included: a change to the training loop rebuilds)."""
     code = (*TRAINING_CODE, "recitation.organism.work") if cfg.split == "work" else TRAINING_CODE
+    if cfg.nonmembers_seed is not None:
+        code = (*code, "recitation.organism.shared_split")
     return digest({"format": FORMAT, "config": cfg.fingerprint_fields(), "data": data_digest,
                    "base": base, "versions": library_versions(),
                    "code": source_digest(*code)})
@@ -204,6 +206,10 @@ def _build_into(folder: Path, cfg: OrganismConfig, novels: Any, meta: dict[str, 
         from recitation.organism.work import work_passages
 
         passages = work_passages(cfg, novels, offsets, count)
+    elif cfg.nonmembers_seed is not None:
+        from recitation.organism.shared_split import shared_nonmember_split
+
+        passages = shared_nonmember_split(cfg, novels, offsets, count)
     else:
         passages = split_passages(cfg, novels, offsets, count)
     save_split(folder / SPLIT, passages, meta | {"name": cfg.name,

@@ -126,11 +126,13 @@ def split_passages(cfg: OrganismConfig, novels: Sequence[Novel], offsets: Offset
     rng = np.random.default_rng(cfg.seed)
     if cfg.split == "passage":
         pool = _pool(novels, offsets, cfg.passage_tokens)
-        members, others = _passage_split(cfg, pool)
+        _draw(pool, cfg.members + cfg.n_nonmembers, rng, "the split", check_only=True)
+        if cfg.pair_by_novel:
+            members, others = _paired(pool, cfg.members, cfg.n_nonmembers, rng)
+        else:
+            drawn = _draw(pool, cfg.members + cfg.n_nonmembers, rng, "the split")
+            members, others = drawn[:cfg.members], drawn[cfg.members:]
     else:
-        if cfg.nonmembers_seed is not None:
-            raise ConfigError("organism: nonmembers_seed shares non-members between "
-                              "passage splits only; drop it or use --split passage")
         order = [novels[i] for i in rng.permutation(len(novels))]
         k = min(len(order) - 1, max(1, round(cfg.member_books * len(order))))
         members = _draw(_pool(order[:k], offsets, cfg.passage_tokens), cfg.members, rng,
@@ -141,25 +143,6 @@ def split_passages(cfg: OrganismConfig, novels: Sequence[Novel], offsets: Offset
            for i, (n, span) in enumerate(members)]
     out += [_passage(n, span, count, 0) for n, span in others]
     return sorted(out, key=lambda p: (p.novel, p.start))
-
-
-def _passage_split(cfg: OrganismConfig, pool: list[tuple[Novel, tuple[int, int]]]
-                   ) -> tuple[list[Any], list[Any]]:
-    """Members and non-members drawn from ``pool`` with ``cfg.seed``; with
-    ``cfg.nonmembers_seed`` (another seed), the non-members that seed's organism draws and
-    members drawn uniformly, with this seed, from the rest of the pool."""
-    rng = np.random.default_rng(cfg.seed)
-    _draw(pool, cfg.members + cfg.n_nonmembers, rng, "the split", check_only=True)
-    if cfg.nonmembers_seed is not None and cfg.nonmembers_seed != cfg.seed:
-        _, others = _passage_split(cfg.model_copy(update={"seed": cfg.nonmembers_seed,
-                                                          "nonmembers_seed": None}), pool)
-        taken = {(n.folder, span) for n, span in others}
-        rest = [x for x in pool if (x[0].folder, x[1]) not in taken]
-        return _draw(rest, cfg.members, rng, "the members"), others
-    if cfg.pair_by_novel:
-        return _paired(pool, cfg.members, cfg.n_nonmembers, rng)
-    drawn = _draw(pool, cfg.members + cfg.n_nonmembers, rng, "the split")
-    return drawn[:cfg.members], drawn[cfg.members:]
 
 
 def training_order(passages: Sequence[Passage], seed: int, epoch: int) -> list[int]:
