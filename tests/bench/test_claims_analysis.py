@@ -166,3 +166,24 @@ def test_a_winner_needs_the_holm_adjusted_p_not_the_raw_one() -> None:
         "access": "log-probabilities", "dose": "all", "alpha": 0.01, "best": "loss",
         "tpr": 0.2, "winner": None, "tied": ["zlib"], "methods": 2, "p_holm_max": 0.09}
     assert verdicts(rows, [pair | {"p_holm": 0.04}])[0]["winner"] == "loss"
+
+
+def test_a_published_setting_is_a_method_of_its_own() -> None:
+    """Scores of a published-setting unit (``@published``) keep their suffix: their variant
+    is chosen on the development organism apart from the default's, and they are ranked as
+    a method of their own at the access of their detector."""
+    from recitation.bench.claims_analysis import access_of, candidates, dev_choices
+
+    orgs = [synthetic(3, True, nonmembers=400)] + [synthetic(0, False, nonmembers=400)]
+    rng = np.random.default_rng(5)
+    for org in orgs:
+        for name, shift in (("samia", 0.2), ("samia_zlib", 0.1), ("samia@published", 0.1),
+                            ("samia_zlib@published", 2.0)):
+            org.scores[name] = {p["id"]: float(rng.normal(shift * p["dose"], 1))
+                                for p in org.passages}
+    chosen, rows = dev_choices(orgs[0])
+    assert chosen["samia"] in ("samia", "samia_zlib")
+    assert chosen["samia@published"] == "samia_zlib@published"
+    picked = candidates(orgs[0], orgs[1:], chosen)
+    assert "samia_zlib@published" in picked and "samia@published" not in picked
+    assert access_of("samia_zlib@published") == access_of("samia") == "black-box text"

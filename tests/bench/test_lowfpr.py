@@ -125,6 +125,16 @@ def test_stratified_subsample_and_the_units_that_use_it(tmp_path: Any) -> None:
         assert unit_params(unit, cfg, files, 1, ckpts, 64)[1]["members"] == [
             str(files[want])], unit
     assert unit_params("samia", cfg, files, 1, ckpts, 64)[1]["samia_max_tokens"] == 64
+    # SaMIA's published setting: the detector's own 1,024-token room, whitespace words, on
+    # the subsample only when the variant itself is a subsampled unit
+    pub = unit_params("samia@published", cfg, files, 1, ckpts, 64)[1]
+    assert "samia_max_tokens" not in pub and pub["samia_words"] == "whitespace"
+    assert pub["detectors"] == ["samia"] and pub["members"] == [str(files["members"])]
+    sub = cfg.model_copy(update={"subsample_units": ("samia@published",)})
+    assert unit_params("samia@published", sub, files, 1, ckpts, 64)[1]["members"] == [
+        str(files["members_sub"])]
+    assert unit_params("samia", sub, files, 1, ckpts, 64)[1]["members"] == [
+        str(files["members"])]
     ez = unit_params("ezmia", cfg, files, 1, ckpts, 64)[1]
     assert ez["reference_model"]["model"] == "organism:lowfpr:epoch0"
     assert "dtype" not in ez["reference_model"]  # float32 units keep their saved keys

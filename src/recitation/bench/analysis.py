@@ -109,14 +109,17 @@ def passage_id(sample_id: str) -> str:
 
 
 def detector_scores(outcome: UnitOutcome) -> dict[str, dict[str, float]]:
-    """Score name -> passage id -> score oriented so that higher means member."""
+    """Score name -> passage id -> score oriented so that higher means member; a
+    published-setting unit's (``samia@published``) scores carry its suffix."""
+    suffix = outcome.unit[outcome.unit.index("@"):] if "@" in outcome.unit else ""
     out: dict[str, dict[str, float]] = {}
     for rec in outcome.records:
         for sc in rec.get("scores", []):
             v = float(sc["score"])
             if math.isfinite(v):
                 pid = passage_id(str(sc["sample_id"]))
-                out.setdefault(sc["detector"], {})[pid] = v if sc["higher_means_member"] else -v
+                out.setdefault(sc["detector"] + suffix, {})[pid] = (
+                    v if sc["higher_means_member"] else -v)
     return out
 
 

@@ -67,16 +67,22 @@ def dev_choices(dev: OrganismScores) -> tuple[dict[str, str], list[dict[str, Any
 
     chosen: dict[str, str] = {}
     rows: list[dict[str, Any]] = []
-    for info in methods.all_methods("detector"):
-        variants = [w for w in info.writes if w in dev.scores]
+    for info, suffix in itertools.product(methods.all_methods("detector"), settings(dev)):
+        variants = [w + suffix for w in info.writes if w + suffix in dev.scores]
         if len(variants) < 2:
             continue
         rated = {w: dev_rate(dev, w) for w in variants}
         best = max(variants, key=lambda w: rated[w])
-        chosen[info.name] = best
-        rows += [{"method": info.name, "score": w, "tpr_at_1": rated[w][0],
+        chosen[info.name + suffix] = best
+        rows += [{"method": info.name + suffix, "score": w, "tpr_at_1": rated[w][0],
                   "auc": rated[w][1], "chosen": w == best} for w in variants]
     return chosen, rows
+
+
+def settings(org: OrganismScores) -> list[str]:
+    """The score-name suffixes on ``org``: ``""`` (our defaults) and each published-setting
+    variant's (``@published``: bench/groundtruth.VARIANTS), each a method of its own."""
+    return [""] + sorted({m[m.index("@"):] for m in org.scores if "@" in m})
 
 
 def candidates(dev: OrganismScores, tests: Sequence[OrganismScores],
@@ -85,8 +91,10 @@ def candidates(dev: OrganismScores, tests: Sequence[OrganismScores],
     every test organism; the blind baselines last."""
     from recitation import methods
 
-    left_out = {w for info in methods.all_methods("detector") if info.name in chosen
-                for w in info.writes if w != chosen[info.name]}
+    left_out = {w + suffix for info, suffix in itertools.product(
+                    methods.all_methods("detector"), settings(dev))
+                if info.name + suffix in chosen
+                for w in info.writes if w + suffix != chosen[info.name + suffix]}
     common = set.intersection(*(set(t.scores) for t in tests)) if tests else set()
     model = sorted(m for m in common if m not in left_out and m not in BLIND)
     return model + [m for m in BLIND if m in common]

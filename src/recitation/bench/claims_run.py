@@ -8,13 +8,18 @@ every claim survives a reviewer (issue 49).
   built as the ``lowfpr`` preset otherwise (250 members seen once, 250 seen four times, one
   epoch at learning rate 1e-5, 64-token PDNC passages). Members are never trained on twice
   by name: each organism is its own fine-tune of the base model.
+* **Shared non-members.** ``claims-s1`` and ``claims-s2`` take ``claims-s0``'s non-members
+  (organism ``nonmembers_seed``) and draw their own members from the rest; all organisms
+  share one token-signal store (``OUT/signals``) and one reference model, the development
+  organism's base checkpoint (the same weights as every organism's epoch 0, checked): the
+  base model scores each non-member once (``shared_nonmembers``).
 * **Scores.** The score-based units of :mod:`recitation.bench.groundtruth` on each
-  fine-tuned checkpoint (epoch 1), every text scored once into the token-signal store of the
-  checkpoint (``signals``) and every call kept in the response cache, so a killed run
-  resumes where it stopped, across sessions; the one-pass units (white-box, DC-PDD, EZ-MIA)
-  on every organism first, ReCaLL after. Float32 by default: about 0.26 s per scoring of a
-  64-token passage on a 2-core AMD EPYC without AVX-512 (about 2.5 h of scoring per test
-  organism; docs/leaderboard.md). Blind baselines read no model: the
+  fine-tuned checkpoint (epoch 1), every text scored once into the token-signal store and
+  every call kept in the response cache, so a killed run resumes where it stopped, across
+  sessions; the one-pass units (white-box, DC-PDD, EZ-MIA) on every organism first, ReCaLL
+  after and on the seeded subsample (``subsampled``: it scores each text again after a
+  256-token prefix). Float32 by default: about 0.36 s per scoring of a 64-token passage on a
+  2-core AMD EPYC without AVX-512 (docs/leaderboard.md). Blind baselines read no model: the
   bag-of-words classifier of :mod:`recitation.detect.blind` (out of fold, Das et al. 2024)
   and the passage's length.
 * **Records.** Per organism ``OUT/<organism>/claims-scores.json``: each passage (id, dose,

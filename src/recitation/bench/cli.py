@@ -154,7 +154,7 @@ def _add_claims_parser(cmds: Any) -> None:
     c.add_argument("--bootstrap", type=int, default=None, metavar="N",
                    help="bootstrap resamples (default 2000)")
     c.add_argument("--generating", nargs="+", default=None, metavar="UNIT",
-                   choices=["pearl", "samia", "neighbourhood", "camia"],
+                   choices=["pearl", "samia", "samia@published", "neighbourhood", "camia"],
                    help="also these units, on a seeded subsample of each organism (100 "
                    "members per dose, 1,000 non-members: 1%% FPR measured, 0.1%% not)")
     c.add_argument("--analyse-only", action="store_true",

@@ -69,20 +69,37 @@ def _detector_units() -> tuple[tuple[str, ...], frozenset[str], frozenset[str]]:
     return families, frozenset(generating), frozenset(referenced)
 
 
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "samia@published": ("samia", {"samia_max_tokens": None, "samia_words": "whitespace"}),
+}
+"""Units that run a detector family in its published setting beside our default: named
+``<family>@<setting>``, their scores carry the same suffix
+(:func:`recitation.bench.analysis.detector_scores`); each setting's options replace the
+unit's (None: the option dropped, the detector's own default). SaMIA's authors continue to
+1,024 tokens in all (``generate(max_length=1024)``; our default stops at the passage's
+length) and, on their un-wrapped text, ``split(" ")`` splits on whitespace."""
+
+
 def units() -> tuple[str, ...]:
     """A unit per detector family of the method registry (read now, importing no detector),
-    then prefix probing and extraction."""
-    return (*methods.families("detector"), "prefix", "extract")
+    then prefix probing and extraction, then the published-setting variants."""
+    return (*methods.families("detector"), "prefix", "extract", *VARIANTS)
+
+
+def base_unit(unit: str) -> str:
+    """The unit a variant (:data:`VARIANTS`) runs; any other unit itself."""
+    return VARIANTS[unit][0] if unit in VARIANTS else unit
 
 
 def generating(unit: str) -> bool:
     """Whether ``unit`` generates (prefix probing, extraction, a family that needs it)."""
+    unit = base_unit(unit)
     return unit in ("prefix", "extract") or unit in _detector_units()[1]
 
 
 def referenced(unit: str) -> bool:
     """Whether ``unit`` needs a reference model (the base model, epoch 0)."""
-    return unit in _detector_units()[2]
+    return base_unit(unit) in _detector_units()[2]
 
 
 DEFAULT_UNITS: tuple[str, ...] = ("whitebox", "recall", "dcpdd", "pearl", "prefix", "extract")
@@ -249,6 +266,8 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 def unit_params(unit: str, cfg: GroundTruthConfig, files: dict[str, Path], epoch: int,
                 checkpoints: dict[int, Path], passage_tokens: int) -> tuple[str, dict[str, Any]]:
     """(job name, job params) of ``unit`` on checkpoint ``epoch``."""
+    if unit in VARIANTS:
+        return variant_params(unit, cfg, files, epoch, checkpoints, passage_tokens)
     if unit == "extract":
         from recitation.bench.extraction import extract_params
 
@@ -281,6 +300,24 @@ def unit_params(unit: str, cfg: GroundTruthConfig, files: dict[str, Path], epoch
                                      "model": f"organism:{base}:epoch0",
                                      **dtype_key(cfg.dtype)}
     return "detect", params
+
+
+def variant_params(unit: str, cfg: GroundTruthConfig, files: dict[str, Path], epoch: int,
+                   checkpoints: dict[int, Path], passage_tokens: int
+                   ) -> tuple[str, dict[str, Any]]:
+    """The params of a published-setting variant: its family's, on the variant's sample
+    (the subsample when the variant is a subsampled unit), with the setting's options."""
+    base, setting = VARIANTS[unit]
+    sub = tuple(u for u in cfg.subsample_units if u != base)
+    inner = cfg.model_copy(update={"subsample_units": sub + (
+        (base,) if unit in cfg.subsample_units else ())})
+    job, params = unit_params(base, inner, files, epoch, checkpoints, passage_tokens)
+    for key, value in setting.items():
+        if value is None:
+            params.pop(key, None)
+        else:
+            params[key] = value
+    return job, params
 
 
 def unit_batch_size(unit: str, cfg: GroundTruthConfig) -> int:

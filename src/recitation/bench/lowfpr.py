@@ -68,6 +68,7 @@ def access_level(score: str) -> str:
     from recitation import methods
     from recitation.methods import Access
 
+    score = score.split("@")[0]  # a published-setting variant: its detector's access
     for info in methods.all_methods("detector"):
         if score in info.writes:
             if Access.REFERENCE_MODEL in info.access:
