@@ -11,10 +11,11 @@ from recitation.organism.config import QUICK, make_config
 
 
 def test_a_cpu_build_keeps_its_fingerprint_fields_and_a_gpu_build_differs() -> None:
-    # the fields added since (the whole-work split's) join only when set: organism/config.py
+    # the fields added since (the whole-work split's, the shared non-members') join only
+    # when set: organism/config.py
     before = QUICK.model_dump(mode="json", exclude={"name", "data_dir", "device", "work",
                                                     "work_words", "stride_tokens",
-                                                    "keep_epochs"})
+                                                    "keep_epochs", "nonmembers_seed"})
     assert make_config(quick=True, device="cpu").fingerprint_fields() == before
     assert make_config(quick=True, device="cuda:1").fingerprint_fields() == before | {
         "device": "cuda"}

@@ -146,7 +146,7 @@ def _add_claims_parser(cmds: Any) -> None:
     c.add_argument("--nonmembers", type=int, default=None, metavar="N",
                    help="non-members per test organism (default 10,000: half calibrate)")
     c.add_argument("--dev-nonmembers", type=int, default=None, metavar="N")
-    c.add_argument("--preset", default=None, choices=["lowfpr", "quick"],
+    c.add_argument("--preset", default=None, choices=["lowfpr", "lowfpr-quick", "quick"],
                    help="the organisms' other settings (default lowfpr)")
     c.add_argument("--dtype", default=None, choices=["float32", "bfloat16"],
                    help="the checkpoints' weights (default float32; bfloat16 is faster only "

@@ -23,6 +23,7 @@ from recitation.organism.paths import (
     BOOK_QUICK_NAME,
     DEFAULT_NAME,
     LOWFPR_NAME,
+    LOWFPR_QUICK_NAME,
     QUICK_NAME,
     check_name,
 )
@@ -143,6 +144,10 @@ on 2 cores), 1,000 non-members drawn by the same paired split; enough non-member
 rates at 1% false positives on held-out halves of 500. Learning rate 1e-5: at the default
 5e-5 every white-box score reached AUC 0.94-1.00 on the members seen four times and the
 reference-model ratio 0.991 on those seen once (docs/groundtruth-results.md), too easy."""
+LOWFPR_QUICK = LOWFPR.model_copy(update={"name": LOWFPR_QUICK_NAME, "members_per_dose": 5,
+                                         "nonmembers": 40, "learning_rate": 1e-4})
+"""Its CI-sized version (``recitation bench claims --preset lowfpr-quick``): 5 members at each
+dose, 40 non-members, one epoch at 1e-4 (about half a minute of training on 2 cores)."""
 BOOK = OrganismConfig(name=BOOK_NAME, split="work", work="PrideAndPrejudice",
                       work_words=20_000, passage_tokens=256, doses=(1,), members_per_dose=1,
                       epochs=16, keep_epochs=(1, 4, 16), learning_rate=3e-4)
@@ -152,7 +157,8 @@ that overlap by a quarter; its doses are epochs 1, 4 and 16 (the checkpoints kep
 BOOK_QUICK = BOOK.model_copy(update={"name": BOOK_QUICK_NAME, "work_words": 900})
 """Its quick version for CI: the first two chapters (1,654 words)."""
 PRESETS: dict[str, OrganismConfig] = {DEFAULT_NAME: DEFAULT, QUICK_NAME: QUICK,
-                                      LOWFPR_NAME: LOWFPR, BOOK_NAME: BOOK,
+                                      LOWFPR_NAME: LOWFPR, LOWFPR_QUICK_NAME: LOWFPR_QUICK,
+                                      BOOK_NAME: BOOK,
                                       BOOK_QUICK_NAME: BOOK_QUICK}
 
 
