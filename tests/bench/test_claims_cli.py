@@ -82,3 +82,35 @@ def test_test_organisms_share_the_first_ones_nonmembers_and_one_reference(
     with pytest.raises(ConfigError, match="claims-s1's base checkpoint differs"):
         shared_reference(cfg, "claims-s1", tmp_path)
     assert shared_reference(ClaimsConfig(shared_nonmembers=False), "claims-s1", tmp_path) == {}
+
+
+def test_nothing_to_run_is_refused_with_the_fix(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "claims", "--out", str(tmp_path), "--units"]) != 0
+    assert "no units to run: give score units or generating ones" in capsys.readouterr().err
+
+
+def test_camia_published_takes_the_development_signs_and_needs_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """camia@published: the test organisms' CAMIA gets the per-key signs fixed on the
+    development organism (kept in its folder, read back); without signs the unit is refused."""
+    from recitation.bench import claims_camia
+    from recitation.bench.claims_run import camia_signs
+    from recitation.bench.groundtruth import LOWFPR, unit_params
+    from recitation.detect.camia_signals import KEYS
+
+    signs = {k: (-1 if i % 3 else 1) for i, k in enumerate(KEYS)}
+    cfg = ClaimsConfig(generating=("camia@published",))
+    assert camia_signs(ClaimsConfig(), tmp_path) == {}
+    dev = organism_name(cfg, 3, True)
+    (tmp_path / dev).mkdir()
+    (tmp_path / dev / claims_camia.SIGNS).write_text(json.dumps({"signs": signs}))
+    monkeypatch.setattr("recitation.organism.data.load_split", lambda p: [])
+    assert camia_signs(cfg, tmp_path) == {"camia_signs": signs}
+    files = {k: tmp_path / f"{k}.jsonl" for k in ("members", "nonmembers", "passages")}
+    with pytest.raises(ConfigError, match="camia@published needs the per-key signs"):
+        unit_params("camia@published", LOWFPR, files, 1, {0: tmp_path, 1: tmp_path}, 64)
+    withs = LOWFPR.model_copy(update={"camia_signs": signs})
+    params = unit_params("camia@published", withs, files, 1, {0: tmp_path, 1: tmp_path}, 64)[1]
+    assert params["camia_signs"] == signs and params["detectors"] == ["camia"]
+    assert "camia_signs" not in unit_params("camia", withs, files, 1, {0: tmp_path}, 64)[1]

@@ -92,3 +92,23 @@ def test_every_organism_has_records_and_the_tables_rest_on_two(out: Path) -> Non
         for score in ("loss", "reference", "ezmia", "dcpdd", "recall", "blind_bow"):
             assert all(i in org.scores[score] for i in members), (org.name, score)
     assert "Rests on 2 test organism(s)" in (out / "claims.md").read_text()
+
+
+def test_camia_signs_are_measured_on_the_development_organism_once(
+        quick: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """camia@published's per-key signs from a real checkpoint's members and non-members (the
+    quick organism stands in for a development organism): one sign per key of the authors'
+    25, kept, and read back without a model."""
+    from recitation.bench.claims_camia import development_signs
+    from recitation.detect.camia_signals import KEYS
+
+    passages = load_split(quick.directory / SPLIT)
+    texts = ([(p.text, True) for p in passages if p.dose == 16][:4]
+             + [(p.text, False) for p in passages if not p.member][:4])
+    path = tmp_path / "camia-signs.json"
+    signs = development_signs("quick", 2, texts, path)
+    assert sorted(signs) == sorted(KEYS) and set(signs.values()) <= {-1, 1}
+    kept = json.loads(path.read_text())
+    assert kept["signs"] == signs and kept["texts"] == 8 and kept["with_signals"] == 8
+    monkeypatch.setattr("recitation.models.local.LocalModel", None)  # no model from here on
+    assert development_signs("quick", 2, texts, path) == signs

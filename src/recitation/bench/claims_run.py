@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from recitation.bench.lowfpr import calibration_half
 from recitation.errors import ConfigError
@@ -82,6 +82,15 @@ class ClaimsConfig(BaseModel):
     alphas: tuple[float, ...] = (0.01, 0.001)
     n_boot: int = Field(2000, ge=100)
     seed: int = 0  # the calibration halves and the bootstrap
+
+    @model_validator(mode="after")
+    def _something_to_run(self) -> ClaimsConfig:
+        bad = [u for u in self.units if u not in SCORE_UNITS]
+        if bad:
+            raise ValueError(f"unknown score unit(s) {bad}; choose from {list(SCORE_UNITS)}")
+        if not self.units and not self.generating:
+            raise ValueError("no units to run: give score units or generating ones")
+        return self
 
 
 @dataclass
@@ -179,9 +188,10 @@ def measure_organism(cfg: ClaimsConfig, seed: int, dev: bool, out: Path, *,
     built = build_organism(organism_config(cfg, seed, dev))
     if progress:
         progress(f"{name}: {'reused' if built.reused else 'built'} ({built.directory})")
+    generating = tuple(u for u in cfg.generating if not (dev and u == PUBLISHED_CAMIA))
     gt = LOWFPR.model_copy(update={
-        "organism": name, "units": (cfg.units if units is None else units) + cfg.generating,
-        "dtype": cfg.dtype,
+        "organism": name, "units": cfg.units + generating if units is None else units,
+        "dtype": cfg.dtype, **({} if dev else camia_signs(cfg, out)),
         "signals": True, "seed": cfg.seed, "n_bootstrap": 0, "batch_size": cfg.batch_size,
         "subsample_units": cfg.generating + cfg.subsampled,
         "subsample_members": cfg.sub_members, "subsample_nonmembers": cfg.sub_nonmembers,
@@ -201,6 +211,29 @@ def measure_organism(cfg: ClaimsConfig, seed: int, dev: bool, out: Path, *,
             "wall_seconds": round(time.perf_counter() - t0, 1)}])
     save_scores(folder / RECORDS, res)
     return res
+
+
+PUBLISHED_CAMIA = "camia@published"
+"""Not run on the development organism: its labels fix the signs the test organisms use."""
+
+
+def camia_signs(cfg: ClaimsConfig, out: Path) -> dict[str, Any]:
+    """``{"camia_signs": ...}`` when ``camia@published`` is among the generating units: the
+    per-key signs measured on the development organism's subsample
+    (:mod:`recitation.bench.claims_camia`), else nothing."""
+    if PUBLISHED_CAMIA not in cfg.generating:
+        return {}
+    from recitation.bench.claims_camia import SIGNS, development_signs
+    from recitation.bench.groundtruth import subsample
+    from recitation.organism.data import load_split
+    from recitation.organism.paths import SPLIT, organism_dir
+
+    name = organism_name(cfg, cfg.dev_seed, True)
+    passages = subsample(load_split(organism_dir(name) / SPLIT), cfg.sub_members,
+                         cfg.sub_nonmembers, cfg.seed)
+    signs = development_signs(name, 1, [(p.text, p.member) for p in passages],
+                              out / name / SIGNS, cfg.dtype)
+    return {"camia_signs": signs}
 
 
 def blind_scores(texts: dict[str, str], members: set[str], seed: int
@@ -254,10 +287,11 @@ def measure_all(cfg: ClaimsConfig, out: Path, *, progress: Progress | None = Non
     ``run=False``, the organisms whose records are written (a run stopped part-way: the
     tables then say how many test organisms they rest on)."""
     first = tuple(u for u in cfg.units if u not in LATE_UNITS)
-    if run:  # the one-pass units on every organism first, then the rest (module docstring)
+    if run and first:  # the one-pass units on every organism first, then the rest
         for seed, dev in organisms(cfg):
             measure_organism(cfg, seed, dev, out, progress=progress, units=first)
-    late = run and first != cfg.units  # else the records just written are the whole run
+    # else the records just written are the whole run
+    late = run and (first != cfg.units or bool(cfg.generating))
     found = []
     for seed, dev in organisms(cfg):
         path = out / organism_name(cfg, seed, dev) / RECORDS

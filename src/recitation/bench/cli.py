@@ -146,15 +146,20 @@ def _add_claims_parser(cmds: Any) -> None:
     c.add_argument("--nonmembers", type=int, default=None, metavar="N",
                    help="non-members per test organism (default 10,000: half calibrate)")
     c.add_argument("--dev-nonmembers", type=int, default=None, metavar="N")
-    c.add_argument("--preset", default=None, choices=["lowfpr", "lowfpr-quick", "quick"],
+    c.add_argument("--preset", default=None,
+                   choices=["lowfpr", "lowfpr-quick", "lowfpr-long", "quick"],
                    help="the organisms' other settings (default lowfpr)")
     c.add_argument("--dtype", default=None, choices=["float32", "bfloat16"],
                    help="the checkpoints' weights (default float32; bfloat16 is faster only "
                    "on CPUs with AVX-512 BF16: docs/benchmarks.md)")
     c.add_argument("--bootstrap", type=int, default=None, metavar="N",
                    help="bootstrap resamples (default 2000)")
+    c.add_argument("--units", nargs="*", default=None, metavar="UNIT",
+                   choices=["whitebox", "dcpdd", "ezmia", "recall"],
+                   help="the score-based units (default all four; none: only --generating)")
     c.add_argument("--generating", nargs="+", default=None, metavar="UNIT",
-                   choices=["pearl", "samia", "samia@published", "neighbourhood", "camia"],
+                   choices=["pearl", "samia", "samia@published", "neighbourhood", "camia",
+                            "camia@published"],
                    help="also these units, on a seeded subsample of each organism (100 "
                    "members per dose, 1,000 non-members: 1%% FPR measured, 0.1%% not)")
     c.add_argument("--analyse-only", action="store_true",
@@ -186,8 +191,17 @@ def cmd_claims(args: argparse.Namespace) -> int:
     fields = {"seeds": tuple(args.seeds) if args.seeds else None, "dev_seed": args.dev_seed,
               "nonmembers": args.nonmembers, "dev_nonmembers": args.dev_nonmembers,
               "preset": args.preset, "dtype": args.dtype, "n_boot": args.bootstrap,
-              "generating": tuple(args.generating) if args.generating else None}
-    cfg = ClaimsConfig(**{k: v for k, v in fields.items() if v is not None})
+              "generating": tuple(args.generating) if args.generating else None,
+              "units": None if args.units is None else tuple(args.units)}
+    from pydantic import ValidationError
+
+    from recitation.errors import ConfigError
+
+    try:
+        cfg = ClaimsConfig(**{k: v for k, v in fields.items() if v is not None})
+    except ValidationError as exc:
+        raise ConfigError("bench claims: " + "; ".join(e["msg"] for e in exc.errors())
+                          ) from exc
     t0 = time.perf_counter()
     orgs = measure_all(cfg, args.out, run=not args.analyse_only,
                        progress=lambda m: err_console.print(f"[dim]{escape(m)}[/dim]"))

@@ -71,13 +71,16 @@ def _detector_units() -> tuple[tuple[str, ...], frozenset[str], frozenset[str]]:
 
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "samia@published": ("samia", {"samia_max_tokens": None, "samia_words": "whitespace"}),
+    "camia@published": ("camia", {}),
 }
 """Units that run a detector family in its published setting beside our default: named
 ``<family>@<setting>``, their scores carry the same suffix
 (:func:`recitation.bench.analysis.detector_scores`); each setting's options replace the
 unit's (None: the option dropped, the detector's own default). SaMIA's authors continue to
 1,024 tokens in all (``generate(max_length=1024)``; our default stops at the passage's
-length) and, on their un-wrapped text, ``split(" ")`` splits on whitespace."""
+length) and, on their un-wrapped text, ``split(" ")`` splits on whitespace. CAMIA's
+authors give each of their 25 keys its own sign: ``camia_signs``, fixed on a development
+organism (:mod:`recitation.bench.claims_camia`), on texts of 200+ tokens."""
 
 
 def units() -> tuple[str, ...]:
@@ -146,6 +149,8 @@ class GroundTruthConfig(BaseModel):
     signals_dir: str | None = None
     # the organism whose base checkpoint (epoch 0) is the reference model (None: this one's)
     reference_organism: str | None = None
+    # camia@published: CAMIA's per-key signs, fixed on a development organism
+    camia_signs: dict[str, int] | None = None
     # the extract unit (DSP, RECAP, RECAP + filter): runs only when a helper is given
     helper: str | None = None  # model spec of RECAP's helper (summaries, hints, judge)
     extract_methods: tuple[str, ...] = ("dsp", "recap", "recap_filter")
@@ -312,6 +317,12 @@ def variant_params(unit: str, cfg: GroundTruthConfig, files: dict[str, Path], ep
     inner = cfg.model_copy(update={"subsample_units": sub + (
         (base,) if unit in cfg.subsample_units else ())})
     job, params = unit_params(base, inner, files, epoch, checkpoints, passage_tokens)
+    if base == "camia":
+        if not cfg.camia_signs:
+            raise ConfigError("camia@published needs the per-key signs fixed on a "
+                              "development organism (camia_signs; recitation bench claims "
+                              "measures them)")
+        params["camia_signs"] = dict(cfg.camia_signs)
     for key, value in setting.items():
         if value is None:
             params.pop(key, None)

@@ -55,10 +55,12 @@ def _describe(cfg: Any) -> str:
 def _add_name_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="the quick preset (name 'quick')")
     p.add_argument("--preset", default=None, choices=["default", "quick", "lowfpr",
-                                                      "lowfpr-quick", "book", "book-quick"],
+                                                      "lowfpr-quick", "lowfpr-long", "book",
+                                                      "book-quick"],
                    help="a preset by name (lowfpr: 500 members at doses 1 and 4, 1,000 "
                    "non-members, one epoch; the low-FPR benchmark's; lowfpr-quick: its CI "
-                   "size, 10 members and 40 non-members; book: the first "
+                   "size, 10 members and 40 non-members; lowfpr-long: 256-token passages, 200 "
+                   "members; book: the first "
                    "20,000 words of Pride and Prejudice read 16 times, checkpoints at "
                    "epochs 1, 4, 16; book-quick: its first two chapters)")
     p.add_argument("--name", default=None, help="organism name (default: the preset's)")

@@ -22,6 +22,7 @@ from recitation.organism.paths import (
     BOOK_NAME,
     BOOK_QUICK_NAME,
     DEFAULT_NAME,
+    LOWFPR_LONG_NAME,
     LOWFPR_NAME,
     LOWFPR_QUICK_NAME,
     QUICK_NAME,
@@ -148,6 +149,11 @@ LOWFPR_QUICK = LOWFPR.model_copy(update={"name": LOWFPR_QUICK_NAME, "members_per
                                          "nonmembers": 40, "learning_rate": 1e-4})
 """Its CI-sized version (``recitation bench claims --preset lowfpr-quick``): 5 members at each
 dose, 40 non-members, one epoch at 1e-4 (about half a minute of training on 2 cores)."""
+LOWFPR_LONG = LOWFPR.model_copy(update={"name": LOWFPR_LONG_NAME, "passage_tokens": 256,
+                                        "members_per_dose": 100})
+"""Its long-passage version, for the methods built for texts of 200+ tokens (CAMIA in its
+published setting: ``recitation bench claims --preset lowfpr-long``): 256-token passages,
+100 members at each dose (128,000 training tokens, about 32 minutes on 2 cores)."""
 BOOK = OrganismConfig(name=BOOK_NAME, split="work", work="PrideAndPrejudice",
                       work_words=20_000, passage_tokens=256, doses=(1,), members_per_dose=1,
                       epochs=16, keep_epochs=(1, 4, 16), learning_rate=3e-4)
@@ -158,6 +164,7 @@ BOOK_QUICK = BOOK.model_copy(update={"name": BOOK_QUICK_NAME, "work_words": 900}
 """Its quick version for CI: the first two chapters (1,654 words)."""
 PRESETS: dict[str, OrganismConfig] = {DEFAULT_NAME: DEFAULT, QUICK_NAME: QUICK,
                                       LOWFPR_NAME: LOWFPR, LOWFPR_QUICK_NAME: LOWFPR_QUICK,
+                                      LOWFPR_LONG_NAME: LOWFPR_LONG,
                                       BOOK_NAME: BOOK,
                                       BOOK_QUICK_NAME: BOOK_QUICK}
 

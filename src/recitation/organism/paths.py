@@ -27,6 +27,7 @@ DEFAULT_NAME = "default"
 QUICK_NAME = "quick"
 LOWFPR_NAME = "lowfpr"
 LOWFPR_QUICK_NAME = "lowfpr-quick"
+LOWFPR_LONG_NAME = "lowfpr-long"
 BOOK_NAME = "book"
 BOOK_QUICK_NAME = "book-quick"
 MANIFEST = "manifest.json"
@@ -82,7 +83,7 @@ def build_command(name: str) -> str:
     """The command line that builds organism ``name`` with its preset."""
     if name == QUICK_NAME:
         return "recitation organism build --quick"
-    if name in (LOWFPR_NAME, LOWFPR_QUICK_NAME, BOOK_NAME, BOOK_QUICK_NAME):
+    if name in (LOWFPR_NAME, LOWFPR_QUICK_NAME, LOWFPR_LONG_NAME, BOOK_NAME, BOOK_QUICK_NAME):
         return f"recitation organism build --preset {name}"
     if name == DEFAULT_NAME:
         return "recitation organism build"
