@@ -3,6 +3,7 @@
     recitation bench claims --out bench/claims            # measure (resumes; hours on 2 cores)
     .venv/bin/python benchmarks/mia_claims.py --out bench/claims   # keep its records, write docs
     .venv/bin/python benchmarks/mia_claims.py --from-records       # docs from the kept records
+    .venv/bin/python benchmarks/mia_claims.py --out bench/claims --keep-only  # a run part-way
 
 Keeps ``OUT/claims.json`` as ``benchmarks/mia_claims.json`` and, for the test that recomputes
 a threshold, a paired test and a bootstrap interval from them
@@ -71,10 +72,14 @@ def main() -> None:
                     help="the output directory of `recitation bench claims`")
     ap.add_argument("--from-records", action="store_true",
                     help="only rewrite the docs from benchmarks/mia_claims.json")
+    ap.add_argument("--keep-only", action="store_true",
+                    help="keep the records, leave the docs (a run still part-way: its "
+                    "tables rest on fewer organisms than configured, so nothing is published)")
     args = ap.parse_args()
     if not args.from_records:
         keep(args.out)
-    write_docs()
+    if not args.keep_only:
+        write_docs()
 
 
 if __name__ == "__main__":
