@@ -17,9 +17,10 @@ every claim survives a reviewer (issue 49).
   fine-tuned checkpoint (epoch 1), every text scored once into the token-signal store and
   every call kept in the response cache, so a killed run resumes where it stopped, across
   sessions; the one-pass units (white-box, DC-PDD, EZ-MIA) on every organism first, ReCaLL
-  after and on the seeded subsample (``subsampled``: it scores each text again after a
-  256-token prefix). Float32 by default: about 0.36 s per scoring of a 64-token passage on a
-  2-core AMD EPYC without AVX-512 (docs/leaderboard.md). Blind baselines read no model: the
+  after (each text again after a 192-token prefix, scored once per batch), the generating
+  units (``generating``) last and on a seeded subsample. Float32 by default: about 0.25 s
+  per scoring of a 64-token passage on a 2-core AMD EPYC without AVX-512
+  (docs/leaderboard.md). Blind baselines read no model: the
   bag-of-words classifier of :mod:`recitation.detect.blind` (out of fold, Das et al. 2024)
   and the passage's length.
 * **Records.** Per organism ``OUT/<organism>/claims-scores.json``: each passage (id, dose,
@@ -66,10 +67,11 @@ class ClaimsConfig(BaseModel):
     generating: tuple[str, ...] = ()
     sub_members: int = Field(100, ge=1)
     sub_nonmembers: int = Field(1_000, ge=2)
-    # score-based units on that subsample too, for their cost: ReCaLL scores every text again
-    # after a 3-passage prefix (256 tokens where the others read 64: about 10 h per test
-    # organism on 2 cores); their tables then support only the FPRs the subsample measures
-    subsampled: tuple[str, ...] = ("recall",)
+    # score-based units on that subsample too (none by default: ReCaLL's prefixed texts
+    # share their 192-token prefix, scored once per batch, so it costs about 1.3 scorings of
+    # a text, 0.28 CPU s: docs/leaderboard.md); their tables then support only the FPRs the
+    # subsample measures
+    subsampled: tuple[str, ...] = ()
     # the test organisms after the first draw its non-members (organism nonmembers_seed) and
     # every organism's models share one signal store with one reference model (the
     # development organism's base checkpoint, the same weights in each): the base model
