@@ -17,12 +17,12 @@ disjoint from the one that is scored.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 from pathlib import Path
 
-from recitation.detect.camia import DIRECTIONS, check_signs, signals_of, signs_by_label
-from recitation.detect.camia_signals import group_of, key_of, repeated
+from recitation.bench.claims_camia import labelled_signals
+from recitation.detect.camia import DIRECTIONS, check_signs, signs_by_label
+from recitation.detect.camia_signals import group_of, key_of
 from recitation.models.local import LocalModel
 from recitation.organism.data import load_split
 from recitation.organism.paths import organisms_root
@@ -38,14 +38,7 @@ def main() -> None:
     passages = load_split(organisms_root() / args.organism / "split.json")
     model = LocalModel(f"organism:{args.organism}:epoch{args.epoch}")
     texts = [p.text for p in passages]
-    got = asyncio.run(model.score(texts + [repeated(t) for t in texts]))
-    signals, members = [], []
-    for p, plain, rep in zip(passages, got[: len(texts)], got[len(texts):], strict=True):
-        try:
-            signals.append(signals_of(plain, rep))
-        except ValueError:
-            continue
-        members.append(p.dose > 0)
+    signals, members = labelled_signals(model, [(p.text, p.dose > 0) for p in passages])
     by = key_of if args.keys else group_of
     found = signs_by_label(signals, members, per_key=args.keys)
     for g, sign in found.items():

@@ -144,8 +144,8 @@ class GroundTruthConfig(BaseModel):
     # the score-based units read and fill one token-signal store per checkpoint
     # (OUT/signals/epochN, recitation.signals): each text scored once for every detector
     signals: bool = False
-    # the store's folder (None: OUT/signals), so organisms share it: a model's signals live
-    # under a digest of its identity, and a shared reference model is then scored once
+    # the store's folder (None: OUT/signals), so organisms can share it: a model's signals
+    # live under a digest of its identity
     signals_dir: str | None = None
     # the organism whose base checkpoint (epoch 0) is the reference model (None: this one's)
     reference_organism: str | None = None
