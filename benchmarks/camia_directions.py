@@ -17,11 +17,11 @@ disjoint from the one that is scored.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 from pathlib import Path
 
-from recitation.bench.claims_camia import labelled_signals
-from recitation.detect.camia import DIRECTIONS, check_signs, signs_by_label
+from recitation.detect.camia import DIRECTIONS, check_signs, labelled_signals, signs_by_label
 from recitation.detect.camia_signals import group_of, key_of
 from recitation.models.local import LocalModel
 from recitation.organism.data import load_split
@@ -38,7 +38,8 @@ def main() -> None:
     passages = load_split(organisms_root() / args.organism / "split.json")
     model = LocalModel(f"organism:{args.organism}:epoch{args.epoch}")
     texts = [p.text for p in passages]
-    signals, members = labelled_signals(model, [(p.text, p.dose > 0) for p in passages])
+    signals, members = asyncio.run(
+        labelled_signals(model, [(p.text, p.dose > 0) for p in passages]))
     by = key_of if args.keys else group_of
     found = signs_by_label(signals, members, per_key=args.keys)
     for g, sign in found.items():

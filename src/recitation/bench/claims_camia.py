@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
 
 from recitation.errors import ConfigError
 
@@ -28,13 +27,13 @@ def development_signs(organism: str, epoch: int, texts: list[tuple[str, bool]], 
     """Per-key signs measured on ``texts`` ((text, member?) of the development organism)
     with checkpoint ``epoch``; kept at ``path`` (``OUT/<organism>/``:data:`SIGNS`) and read
     back from there."""
-    from recitation.detect.camia import check_signs, signs_by_label
+    from recitation.detect.camia import check_signs, labelled_signals, signs_by_label
     from recitation.models.local import LocalModel
 
     if path.exists():
         return check_signs(json.loads(path.read_text(encoding="utf-8"))["signs"])
     model = LocalModel(f"organism:{organism}:epoch{epoch}", dtype=dtype)
-    signals, members = labelled_signals(model, texts)
+    signals, members = asyncio.run(labelled_signals(model, texts))
     if sum(members) < 2 or len(members) - sum(members) < 2:
         raise ConfigError(f"camia@published: {organism} gives signals for {sum(members)} "
                           f"members and {len(members) - sum(members)} non-members; the signs "
@@ -46,22 +45,3 @@ def development_signs(organism: str, epoch: int, texts: list[tuple[str, bool]], 
                     + "\n", encoding="utf-8")
     return signs
 
-
-def labelled_signals(model: Any, texts: list[tuple[str, bool]]
-                     ) -> tuple[list[dict[str, float]], list[bool]]:
-    """CAMIA's 75 signals of each (text, member?) with ``model`` (the text and its
-    repetition scored in one call), and the member flags of the texts that give them (a
-    text too short for the trajectory signals is left out)."""
-    from recitation.detect.camia import signals_of
-    from recitation.detect.camia_signals import repeated
-
-    plain = [t for t, _ in texts]
-    got = asyncio.run(model.score(plain + [repeated(t) for t in plain]))
-    signals, members = [], []
-    for (_, member), a, b in zip(texts, got[: len(plain)], got[len(plain):], strict=True):
-        try:
-            signals.append(signals_of(a, b))
-        except ValueError:
-            continue
-        members.append(member)
-    return signals, members

@@ -86,6 +86,23 @@ def signs_by_label(signals: Sequence[Mapping[str, float]], members: Sequence[boo
     return {g: -1 if _mean(s[True]) > _mean(s[False]) else 1 for g, s in sums.items()}
 
 
+async def labelled_signals(model: Model, texts: Sequence[tuple[str, bool]]
+                           ) -> tuple[list[dict[str, float]], list[bool]]:
+    """The 75 signals of each (text, member?) with ``model`` (the text and its repetition
+    scored in one call), and the member flags of the texts that give them (a text too short
+    for the trajectory signals is left out): what :func:`signs_by_label` takes."""
+    plain = [t for t, _ in texts]
+    got = await model.score(plain + [repeated(t) for t in plain])
+    signals, members = [], []
+    for (_, member), a, b in zip(texts, got[: len(plain)], got[len(plain):], strict=True):
+        try:
+            signals.append(signals_of(a, b))
+        except ValueError:
+            continue
+        members.append(member)
+    return signals, members
+
+
 def _mean(v: Sequence[float]) -> float:
     return sum(v) / len(v) if v else math.nan
 
