@@ -41,7 +41,7 @@ def out(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
         mp.setenv("RECITATION_RUNS_DIR", str(folder / "runs"))
         assert main(["bench", "claims", "--preset", "lowfpr-quick", "--nonmembers", "40",
                      "--dev-nonmembers", "30", "--seeds", "0", "1", "--bootstrap", "200",
-                     "--out", str(folder)]) == 0
+                     "--out", str(folder), "--keep", str(folder / "kept")]) == 0
     return folder
 
 
@@ -112,3 +112,23 @@ def test_camia_signs_are_measured_on_the_development_organism_once(
     assert kept["signs"] == signs and kept["texts"] == 8 and kept["with_signals"] == 8
     monkeypatch.setattr("recitation.models.local.LocalModel", None)  # no model from here on
     assert development_signs("quick", 2, texts, path) == signs
+
+
+def test_a_fresh_folder_resumes_from_the_kept_records_and_runs_nothing(
+        out: Path, shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another machine: a fresh output folder, no response cache, no signal store; the kept
+    records of the real run give every organism back, so no unit runs (no store is made,
+    no call is cached) and the tables are the same."""
+    monkeypatch.setenv("RECITATION_DATA", str(shared_data))
+    monkeypatch.setenv("RECITATION_CACHE_DIR", str(tmp_path / "cache"))
+    fresh = tmp_path / "fresh"
+    assert main(["bench", "claims", "--preset", "lowfpr-quick", "--nonmembers", "40",
+                 "--dev-nonmembers", "30", "--seeds", "0", "1", "--bootstrap", "200",
+                 "--out", str(fresh), "--keep", str(out / "kept")]) == 0
+    assert not (fresh / "signals").exists() and not (tmp_path / "cache").exists()
+    before, after = (json.loads((d / "claims.json").read_text()) for d in (out, fresh))
+    assert after["rows"] == before["rows"] and after["pairs"] == before["pairs"]
+    for seed, dev in ((3, True), (0, False), (1, False)):
+        org = load_scores(fresh / organism_name(CFG, seed, dev) / RECORDS)
+        assert set(org.units) == {"whitebox", "dcpdd", "ezmia", "recall"}
+        assert org.builds() == 1

@@ -234,7 +234,10 @@ def analyse(orgs: Sequence[OrganismScores], alphas: Sequence[float], *, n_boot: 
             "organisms": [{"name": o.name, "seed": o.seed, "dev": o.dev,
                            "members": len(o.members("all")),
                            "calibration": len(o.nonmembers(True)),
-                           "test": len(o.nonmembers(False)), "costs": o.costs}
+                           "test": len(o.nonmembers(False)), "costs": o.costs,
+                           "builds": o.builds(),
+                           "hosts": sorted({str(u["host"]) for u in o.units.values()
+                                            if u.get("host")})}
                           for o in orgs],
             "alphas": list(alphas), "rows": rows, "pairs": pairs,
             "verdicts": verdicts(rows, pairs), "n_boot": n_boot, "seed": seed}

@@ -15,17 +15,24 @@ every claim survives a reviewer (issue 49).
   base model scores each non-member once (``shared_nonmembers``).
 * **Scores.** The score-based units of :mod:`recitation.bench.groundtruth` on each
   fine-tuned checkpoint (epoch 1), every text scored once into the token-signal store and
-  every call kept in the response cache, so a killed run resumes where it stopped, across
-  sessions; the one-pass units (white-box, DC-PDD, EZ-MIA) on every organism first, ReCaLL
-  after (each text again after a 192-token prefix, scored once per batch), the generating
-  units (``generating``) last and on a seeded subsample. Float32 by default: about 0.25 s
+  every call kept in the response cache, so a killed run resumes where it stopped; each
+  organism's one-pass units (white-box, DC-PDD, EZ-MIA) first, then ReCaLL (each text again
+  after a 192-token prefix, scored once per batch) and the generating units
+  (``generating``, on a seeded subsample), before the next organism, so an organism's units
+  score one build of it where a run fits in a session. Float32 by default: about 0.25 s
   per scoring of a 64-token passage on a 2-core AMD EPYC without AVX-512
   (docs/leaderboard.md). Blind baselines read no model: the
   bag-of-words classifier of :mod:`recitation.detect.blind` (out of fold, Das et al. 2024)
   and the passage's length.
 * **Records.** Per organism ``OUT/<organism>/claims-scores.json``: each passage (id, dose,
-  calibration or test half) and each score; :mod:`recitation.bench.claims_analysis` reads
-  only these.
+  calibration or test half), each score, and per unit the weights it scored (the
+  checkpoint's digest), the host and the weight type; :mod:`recitation.bench.claims_analysis`
+  reads only these. A unit in the records is never run again. ``--keep DIR`` keeps a gzip
+  copy of each organism's records in ``DIR`` as they are written and restores them into a
+  fresh ``OUT``: a run resumes on another machine (the caches and organisms there are gone)
+  at the first unit missing, rebuilding the organism from its config; the tables say when an
+  organism's units scored more than one build of it (another host's float arithmetic gives
+  other weights digests).
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +51,9 @@ from recitation.errors import ConfigError
 
 SCORE_UNITS = ("whitebox", "dcpdd", "ezmia", "recall")
 LATE_UNITS = ("recall",)
-"""Run on every organism after the others: ReCaLL scores each text again after a prefix,
-where the others read the white-box unit's scorings, so a run stopped part-way has every
-one-pass score of as many organisms as possible."""
+"""Run on an organism after its other units: ReCaLL scores each text again after a prefix,
+where the others read the white-box unit's scorings, so a run stopped part-way keeps the
+one-pass scores (records are written after each pass)."""
 RECORDS = "claims-scores.json"
 Progress = Callable[[str], None]
 
@@ -106,6 +113,14 @@ class OrganismScores:
     passages: list[dict[str, Any]]
     scores: dict[str, dict[str, float]]
     costs: list[dict[str, Any]]
+    # unit -> what it scored: {"weights": {epoch: digest}, "host": ..., "dtype": ...}
+    units: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def builds(self) -> int:
+        """How many builds of the organism (distinct checkpoint digests) its units scored:
+        more than one where a later session rebuilt it on another host."""
+        return len({json.dumps(u.get("weights"), sort_keys=True) for u in self.units.values()
+                    if u.get("weights")})
 
     def members(self, group: str) -> list[str]:
         """Member ids of dose ``group`` (``all``: every member), in passage order."""
@@ -176,43 +191,96 @@ def organisms(cfg: ClaimsConfig) -> list[tuple[int, bool]]:
 def measure_organism(cfg: ClaimsConfig, seed: int, dev: bool, out: Path, *,
                      progress: Progress | None = None, run: bool = True,
                      units: tuple[str, ...] | None = None) -> OrganismScores:
-    """Build (or reuse) one organism, run (or reuse) its score units and write its records;
-    ``run=False`` reads the records already written."""
+    """Build (or reuse) one organism, run its score units that its records lack and write
+    the records, the new scores merged into them; ``run=False`` reads the records already
+    written. Units in the records are never run again (a fresh machine given the kept
+    records, ``--keep``, resumes at the first unit missing)."""
     name = organism_name(cfg, seed, dev)
-    folder = out / name
+    path = out / name / RECORDS
     if not run:
-        return load_scores(folder / RECORDS)
+        return load_scores(path)
+    generating = tuple(u for u in cfg.generating if not (dev and u == PUBLISHED_CAMIA))
+    wanted = cfg.units + generating if units is None else units
+    before = load_scores(path) if path.exists() else None
+    todo = tuple(u for u in wanted if before is None or u not in before.units)
+    if before is not None and not todo:
+        if progress:
+            progress(f"{name}: {', '.join(wanted)} already in its records")
+        return before
+    res = merged(before, _run_units(cfg, seed, dev, out, todo, progress), cfg.dtype)
+    save_scores(path, res)
+    return res
+
+
+def _run_units(cfg: ClaimsConfig, seed: int, dev: bool, out: Path, todo: tuple[str, ...],
+               progress: Progress | None) -> OrganismScores:
+    """Build (or reuse) the organism and run units ``todo`` on it: their scores, the blind
+    baselines, what each cost and which weights each unit scored."""
     from recitation.bench.analysis import cost_row, detector_scores
     from recitation.bench.groundtruth import LOWFPR, run_units
     from recitation.organism.build import build_organism
 
+    name = organism_name(cfg, seed, dev)
     t0 = time.perf_counter()
     built = build_organism(organism_config(cfg, seed, dev))
     if progress:
-        progress(f"{name}: {'reused' if built.reused else 'built'} ({built.directory})")
-    generating = tuple(u for u in cfg.generating if not (dev and u == PUBLISHED_CAMIA))
+        progress(f"{name}: {'reused' if built.reused else 'built'} ({built.directory}); "
+                 f"running {', '.join(todo)}")
     gt = LOWFPR.model_copy(update={
-        "organism": name, "units": cfg.units + generating if units is None else units,
-        "dtype": cfg.dtype, **({} if dev else camia_signs(cfg, out)),
+        "organism": name, "units": todo, "dtype": cfg.dtype,
+        **({} if dev else camia_signs(cfg, out)),
         "signals": True, "seed": cfg.seed, "n_bootstrap": 0, "batch_size": cfg.batch_size,
         "subsample_units": cfg.generating + cfg.subsampled,
         "subsample_members": cfg.sub_members, "subsample_nonmembers": cfg.sub_nonmembers,
         **shared_reference(cfg, name, out)})
-    measured = run_units(gt, folder, progress=progress)
+    measured = run_units(gt, out / name, progress=progress)
     scores: dict[str, dict[str, float]] = {}
     for o in measured.outcomes:
         scores |= detector_scores(o)
     texts = {p.id: p.text for p in measured.passages}
-    members = {p.id for p in measured.passages if p.member}
-    scores |= blind_scores(texts, members, cfg.seed)
+    scores |= blind_scores(texts, {p.id for p in measured.passages if p.member}, cfg.seed)
     cal = calibration_half((p.id for p in measured.passages if not p.member), cfg.seed)
-    res = OrganismScores(name, seed, dev, [
+    weights = {str(e["epoch"]): str(e["digest"]) for e in measured.manifest["epochs"]
+               if gt.epochs is None or e["epoch"] in gt.epochs}
+    scored = {"weights": weights, "host": host(), "dtype": cfg.dtype}
+    return OrganismScores(name, seed, dev, [
         {"id": p.id, "dose": p.dose, "calibration": p.id in cal} for p in measured.passages],
         scores, [cost_row(o) for o in measured.outcomes]
-        + [{"unit": "organism", "built": not built.reused,
-            "wall_seconds": round(time.perf_counter() - t0, 1)}])
-    save_scores(folder / RECORDS, res)
-    return res
+        + [{"unit": "organism", "built": not built.reused, "host": scored["host"],
+            "wall_seconds": round(time.perf_counter() - t0, 1)}],
+        {u: scored for u in todo})
+
+
+def merged(before: OrganismScores | None, new: OrganismScores, dtype: str) -> OrganismScores:
+    """``new``'s units added to the records ``before`` (None: none yet); an error when they
+    hold another split of passages or were scored in another weight type."""
+    if before is None:
+        return new
+    if before.passages != new.passages:
+        raise ConfigError(f"bench claims: the records of {new.name} hold another split of "
+                          "passages than its organism now has; remove them (or --keep's "
+                          "copy) or use another --out")
+    other = sorted({str(v.get("dtype")) for v in before.units.values()} - {dtype, "None"})
+    if other:
+        raise ConfigError(f"bench claims: {new.name}'s records were scored in {other[0]}, "
+                          f"this run in {dtype}; rerun with --dtype {other[0]}")
+    return OrganismScores(new.name, new.seed, new.dev, new.passages,
+                          before.scores | new.scores, before.costs + new.costs,
+                          before.units | new.units)
+
+
+def host() -> str:
+    """This machine's processor (``/proc/cpuinfo``'s model name, else ``platform``)."""
+    import os
+    import platform
+
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            model = next((ln.split(":", 1)[1].strip() for ln in fh
+                          if ln.startswith("model name")), "")
+    except OSError:
+        model = ""
+    return f"{model or platform.processor() or platform.machine()}, {os.cpu_count()} cores"
 
 
 PUBLISHED_CAMIA = "camia@published"
@@ -260,8 +328,8 @@ def blind_scores(texts: dict[str, str], members: set[str], seed: int
 
 def save_scores(path: Path, res: OrganismScores) -> None:
     ids = [p["id"] for p in res.passages]
-    doc = {"format": 1, "organism": res.name, "seed": res.seed, "dev": res.dev,
-           "passages": res.passages, "costs": res.costs,
+    doc = {"format": 2, "organism": res.name, "seed": res.seed, "dev": res.dev,
+           "passages": res.passages, "costs": res.costs, "units": res.units,
            "scores": {m: [v.get(i) for i in ids] for m, v in sorted(res.scores.items())}}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
@@ -279,31 +347,75 @@ def load_scores(path: Path) -> OrganismScores:
     ids = [p["id"] for p in doc["passages"]]
     scores = {m: {i: float(v) for i, v in zip(ids, vals, strict=True) if v is not None}
               for m, vals in doc["scores"].items()}
+    costs = doc.get("costs", [])
+    # format 1 kept no units: those with a cost row, their weights unrecorded
+    units = doc.get("units") or {c["unit"]: {} for c in costs if c["unit"] != "organism"}
     return OrganismScores(doc["organism"], doc["seed"], doc["dev"], doc["passages"], scores,
-                          doc.get("costs", []))
+                          costs, units)
 
 
 def measure_all(cfg: ClaimsConfig, out: Path, *, progress: Progress | None = None,
-                run: bool = True) -> list[OrganismScores]:
-    """Every organism's records, the development one first (module docstring). With
+                run: bool = True, keep: Path | None = None) -> list[OrganismScores]:
+    """Every organism's records, the development one first (module docstring), each
+    organism's one-pass units, then its late ones, before the next organism's. With
     ``run=False``, the organisms whose records are written (a run stopped part-way: the
-    tables then say how many test organisms they rest on)."""
+    tables then say how many test organisms they rest on). ``keep``: a folder (in the
+    repository, say) that keeps a compressed copy of every organism's records as they are
+    written and gives them back to a fresh ``out``, so a run resumes on another machine."""
+    if keep is not None:
+        restore_kept(cfg, out, keep, progress)
     first = tuple(u for u in cfg.units if u not in LATE_UNITS)
-    if run and first:  # the one-pass units on every organism first, then the rest
-        for seed, dev in organisms(cfg):
-            measure_organism(cfg, seed, dev, out, progress=progress, units=first)
-    # else the records just written are the whole run
-    late = run and (first != cfg.units or bool(cfg.generating))
     found = []
     for seed, dev in organisms(cfg):
-        path = out / organism_name(cfg, seed, dev) / RECORDS
-        if not late and not path.exists():
+        name = organism_name(cfg, seed, dev)
+        if run:
+            for units in ((first, None) if first else (None,)):
+                measure_organism(cfg, seed, dev, out, progress=progress, units=units)
+                if keep is not None:
+                    keep_records(out / name / RECORDS, keep / f"{name}{KEPT_SUFFIX}")
+        elif not (out / name / RECORDS).exists():
             if progress:
-                progress(f"{organism_name(cfg, seed, dev)}: no records yet, left out")
+                progress(f"{name}: no records yet, left out")
             continue
-        found.append(measure_organism(cfg, seed, dev, out, progress=progress, run=late))
+        found.append(measure_organism(cfg, seed, dev, out, run=False))
     if not any(o.dev for o in found) or all(o.dev for o in found):
         raise ConfigError(f"bench claims: {out} holds no records of the development organism "
                           "and at least one test organism; run `recitation bench claims` "
                           "(it resumes where it stopped)")
     return found
+
+
+KEPT_SUFFIX = ".json.gz"
+
+
+def keep_records(path: Path, kept: Path) -> None:
+    """A gzip copy of the records at ``path`` (no timestamp in it: the same records make
+    the same bytes, so a repository sees no change where nothing changed)."""
+    import gzip
+
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    tmp = kept.with_name(kept.name + ".tmp")
+    tmp.write_bytes(gzip.compress(path.read_bytes(), mtime=0))
+    tmp.replace(kept)
+
+
+def restore_kept(cfg: ClaimsConfig, out: Path, keep: Path, progress: Progress | None) -> None:
+    """Give each organism's kept records back to ``out`` where they hold more units than
+    the records there (none, on a fresh machine)."""
+    import gzip
+
+    for seed, dev in organisms(cfg):
+        name = organism_name(cfg, seed, dev)
+        src, dst = keep / f"{name}{KEPT_SUFFIX}", out / name / RECORDS
+        if not src.exists():
+            continue
+        tmp = out / name / (RECORDS + ".kept")
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(gzip.decompress(src.read_bytes()))
+        kept = load_scores(tmp)
+        if dst.exists() and set(kept.units) <= set(load_scores(dst).units):
+            tmp.unlink()
+            continue
+        tmp.replace(dst)
+        if progress:
+            progress(f"{name}: records restored from {src} ({', '.join(kept.units)})")

@@ -40,6 +40,11 @@ def sizes_table(res: dict[str, Any]) -> list[str]:
         lines.append(f"| `{o['name']}` | {'development' if o['dev'] else 'test'} | "
                      f"{o['members']:,} | {o['calibration']:,} | {o['test']:,} | "
                      f"{', '.join(ok) or 'none'} |")
+    for o in res["organisms"]:
+        if o.get("builds", 1) > 1:
+            lines += ["", f"`{o['name']}`'s units scored {o['builds']} builds of it (rebuilt "
+                      "from the same config on another host, whose float arithmetic gives "
+                      f"other weights: {'; '.join(o['hosts'])}); its rates mix them."]
     return lines
 
 

@@ -164,17 +164,24 @@ def _add_claims_parser(cmds: Any) -> None:
                    "members per dose, 1,000 non-members: 1%% FPR measured, 0.1%% not)")
     c.add_argument("--analyse-only", action="store_true",
                    help="the tables from the records already written; run nothing")
+    c.add_argument("--keep", type=Path, default=None, metavar="DIR",
+                   help="keep a gzip copy of every organism's records in DIR as they are "
+                   "written (in the repository: benchmarks/mia_claims) and restore them into "
+                   "a fresh --out, so a run resumes on another machine")
     c.set_defaults(func=cmd_claims)
 
 
 CLAIMS_EXAMPLES = """examples:
   recitation bench claims                      # build 4 organisms, score, write the tables
   recitation bench claims --analyse-only       # the tables again from OUT's records
+  recitation bench claims --keep benchmarks/mia_claims   # resumes across machines
   recitation bench claims --preset quick --nonmembers 40 --dev-nonmembers 20 --seeds 0
 
 Writes OUT/<organism>/claims-scores.json (every passage's scores) per organism, then
 OUT/claims.json and OUT/claims.md; every unit's calls stay in the response cache and each
 checkpoint's texts in its token-signal store, so a stopped run resumes where it stopped.
+A unit already in an organism's records is never run again; with --keep those records
+outlive the machine (its caches and organisms do not).
 """
 
 
@@ -203,7 +210,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
         raise ConfigError("bench claims: " + "; ".join(e["msg"] for e in exc.errors())
                           ) from exc
     t0 = time.perf_counter()
-    orgs = measure_all(cfg, args.out, run=not args.analyse_only,
+    orgs = measure_all(cfg, args.out, run=not args.analyse_only, keep=args.keep,
                        progress=lambda m: err_console.print(f"[dim]{escape(m)}[/dim]"))
     res = analyse(orgs, cfg.alphas, n_boot=cfg.n_boot, seed=cfg.seed) | {
         "config": cfg.model_dump(mode="json"),
