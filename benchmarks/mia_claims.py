@@ -1,16 +1,17 @@
-"""The claims benchmark's records into the repository and its tables into the docs.
+"""The claims benchmark's analysis into the repository and its tables into the docs.
 
-    recitation bench claims --out bench/claims            # measure (resumes; hours on 2 cores)
-    .venv/bin/python benchmarks/mia_claims.py --out bench/claims   # keep its records, write docs
-    .venv/bin/python benchmarks/mia_claims.py --from-records       # docs from the kept records
+    recitation bench claims --out bench/claims --keep benchmarks/mia_claims   # measure (hours)
+    .venv/bin/python benchmarks/mia_claims.py --out bench/claims   # keep its analysis, write docs
+    .venv/bin/python benchmarks/mia_claims.py --from-records       # docs from the kept analysis
     .venv/bin/python benchmarks/mia_claims.py --out bench/claims --keep-only  # a run part-way
 
-Keeps ``OUT/claims.json`` as ``benchmarks/mia_claims.json`` and, for the test that recomputes
-a threshold, a paired test and a bootstrap interval from them
-(tests/bench/test_claims_records.py), the scores of the two methods of the first pair
-compared at 1% FPR on every member, per test organism, in ``benchmarks/mia_claims_records.npz``
-(dose, calibration half, the two scores; nothing else). The tables between the
-``mia-claims`` markers of docs/leaderboard.md are written from ``benchmarks/mia_claims.json``.
+``--keep benchmarks/mia_claims`` keeps every organism's records (gzip: each passage's dose,
+calibration half and every score) in the repository as they are written, so a run that
+spans sessions resumes on a fresh machine at the first unit missing, and
+tests/bench/test_claims_records.py recomputes a threshold, a paired test and a bootstrap
+interval from them. This script keeps the analysis, ``OUT/claims.json``, as
+``benchmarks/mia_claims.json``; the tables between the ``mia-claims`` markers of
+docs/leaderboard.md are written from it.
 """
 
 from __future__ import annotations
@@ -19,43 +20,22 @@ import argparse
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 from doc_markers import write_between  # benchmarks/ is on sys.path when run as a script
 
-from recitation.bench.claims_run import RECORDS, load_scores
 from recitation.bench.claims_tables import markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 KEPT = ROOT / "benchmarks" / "mia_claims.json"
-SCORES = ROOT / "benchmarks" / "mia_claims_records.npz"
 DOCS = ROOT / "docs" / "leaderboard.md"
 START, END = "<!-- mia-claims:start -->", "<!-- mia-claims:end -->"
 
 
-def the_pair(res: dict[str, Any]) -> dict[str, Any]:
-    """The first pair compared at 1% FPR on every member (the records' test recomputes it)."""
-    return next(p for p in res["pairs"] if p["alpha"] == 0.01 and p["dose"] == "all")
-
-
 def keep(out: Path) -> None:
-    """Copy the run's records and the pair's scores into benchmarks/."""
-    res = json.loads((out / "claims.json").read_text(encoding="utf-8"))
+    """Copy the run's analysis into benchmarks/."""
+    json.loads((out / "claims.json").read_text(encoding="utf-8"))  # a readable analysis
     shutil.copyfile(out / "claims.json", KEPT)
-    pair = the_pair(res)
-    arrays: dict[str, Any] = {"methods": np.array([pair["a"], pair["b"]])}
-    names = [o["name"] for o in res["organisms"] if not o["dev"]]
-    arrays["organisms"] = np.array(names)
-    for name in names:
-        org = load_scores(out / name / RECORDS)
-        ids = [p["id"] for p in org.passages]
-        arrays[f"{name}/dose"] = np.array([p["dose"] for p in org.passages], dtype=np.int8)
-        arrays[f"{name}/calibration"] = np.array([p["calibration"] for p in org.passages])
-        for m in (pair["a"], pair["b"]):
-            arrays[f"{name}/{m}"] = np.array([org.scores[m].get(i, np.nan) for i in ids])
-    np.savez_compressed(SCORES, **arrays)
-    print(f"kept {KEPT} and {SCORES} (pair {pair['a']} / {pair['b']})")
+    print(f"kept {KEPT}")
 
 
 def write_docs() -> None:
@@ -73,7 +53,7 @@ def main() -> None:
     ap.add_argument("--from-records", action="store_true",
                     help="only rewrite the docs from benchmarks/mia_claims.json")
     ap.add_argument("--keep-only", action="store_true",
-                    help="keep the records, leave the docs (a run still part-way: its "
+                    help="keep the analysis, leave the docs (a run still part-way: its "
                     "tables rest on fewer organisms than configured, so nothing is published)")
     args = ap.parse_args()
     if not args.from_records:

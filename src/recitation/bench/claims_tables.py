@@ -113,7 +113,8 @@ def cost_table(res: dict[str, Any]) -> list[str]:
     for o in res["organisms"]:
         for c in o["costs"]:
             lines.append(f"| `{o['name']}` | {c['unit']}"
-                         f"{' (built)' if c.get('built') else ''} | {c.get('calls', '-')} | "
+                         f"{' (built)' if c.get('built') else ''}"
+                         f"{' on ' + c['host'] if c.get('host') else ''} | {c.get('calls', '-')} | "
                          f"{c.get('from_cache', '-')} | {c['wall_seconds']:,.0f} |")
     return lines
 
