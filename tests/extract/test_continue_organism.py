@@ -18,7 +18,11 @@ import pytest
 from recitation.bench.book import BookBenchConfig, equal_budget, measure, texts_of
 from recitation.metrics.nvrecall import WHOLE_TEXT, nv_recall
 
-pytestmark = [pytest.mark.slow, pytest.mark.model]
+pytestmark = [pytest.mark.slow, pytest.mark.model,
+              # the first test builds the organism (16 epochs: 36-104 s each by the load
+              # beside it) and runs 12 extractions: past 900 s on 2 cores shared with a
+              # benchmark (seen 2026-11-28)
+              pytest.mark.timeout(3600)]
 THRESHOLD = 0.25  # measured at 12 calls x 192 tokens: 36.0% (docs/whole-book.md)
 
 

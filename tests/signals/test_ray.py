@@ -193,7 +193,9 @@ def test_detect_fills_its_store_on_ray_and_scores_as_in_process(
         head: tuple[str, Path], tmp_path: Path) -> None:
     """`detect --signals DIR --ray ADDRESS`: the six texts and their lower-cased forms are
     scored on the cluster into the store first, and the run's scores are those of a run that
-    scores in process (within 1e-6: the batches may differ)."""
+    scores in process (within 1e-5 relative: other batches, or another thread count where
+    RECITATION_THREADS is unset outside the two-worker suite, sum float32 in another order;
+    seen 8.6e-6 on a loss of 9.35 with one thread against two on a 2-core Intel Xeon)."""
     address, _ = head
     out, on_ray = _detect(tmp_path, "ray", "--signals", str(tmp_path / "store"),
                           "--ray", address, "--workers", "1")
@@ -203,7 +205,7 @@ def test_detect_fills_its_store_on_ray_and_scores_as_in_process(
     a = {(s["sample_id"], s["detector"]): s["score"] for r in on_ray for s in r["scores"]}
     b = {(s["sample_id"], s["detector"]): s["score"] for r in here for s in r["scores"]}
     assert a.keys() == b.keys() and len(a) > 50
-    assert all(a[k] == pytest.approx(b[k], abs=1e-6) for k in a)
+    assert all(a[k] == pytest.approx(b[k], rel=1e-5, abs=1e-6) for k in a)
 
 
 def test_actors_take_the_gpus_a_cluster_declares_and_fall_back_or_fail_without_cuda(
