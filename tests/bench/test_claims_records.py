@@ -1,0 +1,118 @@
+"""The claims benchmark's published figures recomputed from its kept records (issue 49):
+``benchmarks/mia_claims/<organism>.json.gz`` (each passage's dose, calibration half and
+scores, written by ``recitation bench claims --keep``) against ``benchmarks/mia_claims.json``
+(the analysis the docs' tables are written from).
+
+Independent references: the conformal threshold as the split-conformal p-value (a member is
+flagged when (1 + #{calibration >= x}) / (n + 1) <= alpha, counted by brute force), the
+paired test as scipy's exact binomial test on the discordant members, Holm as statsmodels',
+and one organism's TPR interval as scipy's percentile bootstrap of the same two-sample
+resampling."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+ROOT = Path(__file__).resolve().parents[2]
+ANALYSIS = ROOT / "benchmarks" / "mia_claims.json"
+KEPT = ROOT / "benchmarks" / "mia_claims"
+
+
+@pytest.fixture(scope="module")
+def res() -> dict[str, Any]:
+    return json.loads(ANALYSIS.read_text(encoding="utf-8"))
+
+
+def records(name: str) -> dict[str, Any]:
+    return json.loads(gzip.decompress((KEPT / f"{name}.json.gz").read_bytes()))
+
+
+def the_pair(res: dict[str, Any]) -> dict[str, Any]:
+    """The first pair compared at 1% FPR on every member."""
+    return next(p for p in res["pairs"] if p["alpha"] == 0.01 and p["dose"] == "all")
+
+
+def member_flags(doc: dict[str, Any], method: str, alpha: float) -> tuple[np.ndarray, int]:
+    """Every member's flag under the conformal p-value rule (unscored: not flagged), and the
+    test non-members flagged."""
+    v = np.array([np.nan if x is None else x for x in doc["scores"][method]], dtype=float)
+    dose = np.array([p["dose"] for p in doc["passages"]])
+    cal_half = np.array([p["calibration"] for p in doc["passages"]])
+    cal = v[(dose == 0) & cal_half & ~np.isnan(v)]
+
+    def flagged(x: np.ndarray) -> np.ndarray:
+        above = (cal[None, :] >= x[:, None]).sum(axis=1)
+        return ~np.isnan(x) & ((1 + above) / (cal.size + 1) <= alpha)
+
+    test = v[(dose == 0) & ~cal_half & ~np.isnan(v)]
+    return flagged(v[dose > 0]), int(flagged(test).sum())
+
+
+def test_the_kept_records_are_the_organisms_analysed(res: dict[str, Any]) -> None:
+    for org in res["organisms"]:
+        doc = records(org["name"])
+        dose = [p["dose"] for p in doc["passages"]]
+        cal = [p["calibration"] for p in doc["passages"] if p["dose"] == 0]
+        assert (sum(d > 0 for d in dose), sum(cal), len(cal) - sum(cal)) == (
+            org["members"], org["calibration"], org["test"])
+
+
+def test_each_organisms_flags_follow_the_conformal_p_value(res: dict[str, Any]) -> None:
+    pair = the_pair(res)
+    for method in (pair["a"], pair["b"]):
+        row = next(r for r in res["rows"] if r["method"] == method and r["dose"] == "all"
+                   and r["alpha"] == 0.01)
+        for org in row["organisms"]:
+            flags, fp = member_flags(records(org["organism"]), method, 0.01)
+            assert (int(flags.sum()), fp) == (org["tp"], org["fp"]), (method, org["organism"])
+
+
+def test_the_paired_test_is_the_exact_binomial_on_discordant_members(
+        res: dict[str, Any]) -> None:
+    pair = the_pair(res)
+    only_a = only_b = 0
+    tests = [o["name"] for o in res["organisms"] if not o["dev"]]
+    for name in tests:
+        doc = records(name)
+        a, _ = member_flags(doc, pair["a"], 0.01)
+        b, _ = member_flags(doc, pair["b"], 0.01)
+        only_a += int((a & ~b).sum())
+        only_b += int((b & ~a).sum())
+    assert (only_a, only_b) == (pair["only_a"], pair["only_b"])
+    p = 1.0 if only_a + only_b == 0 else stats.binomtest(only_a, only_a + only_b).pvalue
+    assert pair["p"] == pytest.approx(p, rel=1e-9)
+    holm = multipletests([q["p"] for q in res["pairs"]], method="holm")[1]
+    assert [q["p_holm"] for q in res["pairs"]] == pytest.approx(list(holm))
+
+
+def test_one_interval_equals_scipys_bootstrap_of_the_same_resampling(
+        res: dict[str, Any]) -> None:
+    """The first test organism's TPR interval of the pair's first method: members and
+    calibration non-members resampled apart, the threshold recomputed in each resample."""
+    method = the_pair(res)["a"]
+    row = next(r for r in res["rows"] if r["method"] == method and r["dose"] == "all"
+               and r["alpha"] == 0.01)
+    org = row["organisms"][0]
+    doc = records(org["organism"])
+    v = np.array([np.nan if x is None else x for x in doc["scores"][method]], dtype=float)
+    dose = np.array([p["dose"] for p in doc["passages"]])
+    cal_half = np.array([p["calibration"] for p in doc["passages"]])
+    pos = v[(dose > 0) & ~np.isnan(v)]
+    cal = v[(dose == 0) & cal_half & ~np.isnan(v)]
+    k = math.ceil((cal.size + 1) * 0.99)
+
+    def tpr(p: np.ndarray, c: np.ndarray) -> float:
+        return float(np.mean(p > np.partition(c, k - 1)[k - 1]))
+
+    ref = stats.bootstrap((pos, cal), tpr, paired=False, vectorized=False, n_resamples=2000,
+                          method="percentile", random_state=1).confidence_interval
+    assert org["tpr_ci"] == pytest.approx([ref.low, ref.high], abs=0.03)
