@@ -41,12 +41,17 @@ def the_pair(res: dict[str, Any]) -> dict[str, Any]:
     return next(p for p in res["pairs"] if p["alpha"] == 0.01 and p["dose"] == "all")
 
 
+def columns(doc: dict[str, Any], method: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A method's scores (NaN: unscored), each passage's dose, and the calibration half."""
+    v = np.array([np.nan if x is None else x for x in doc["scores"][method]], dtype=float)
+    return (v, np.array([p["dose"] for p in doc["passages"]]),
+            np.array([p["calibration"] for p in doc["passages"]]))
+
+
 def member_flags(doc: dict[str, Any], method: str, alpha: float) -> tuple[np.ndarray, int]:
     """Every member's flag under the conformal p-value rule (unscored: not flagged), and the
     test non-members flagged."""
-    v = np.array([np.nan if x is None else x for x in doc["scores"][method]], dtype=float)
-    dose = np.array([p["dose"] for p in doc["passages"]])
-    cal_half = np.array([p["calibration"] for p in doc["passages"]])
+    v, dose, cal_half = columns(doc, method)
     cal = v[(dose == 0) & cal_half & ~np.isnan(v)]
 
     def flagged(x: np.ndarray) -> np.ndarray:
@@ -102,10 +107,7 @@ def test_one_interval_equals_scipys_bootstrap_of_the_same_resampling(
     row = next(r for r in res["rows"] if r["method"] == method and r["dose"] == "all"
                and r["alpha"] == 0.01)
     org = row["organisms"][0]
-    doc = records(org["organism"])
-    v = np.array([np.nan if x is None else x for x in doc["scores"][method]], dtype=float)
-    dose = np.array([p["dose"] for p in doc["passages"]])
-    cal_half = np.array([p["calibration"] for p in doc["passages"]])
+    v, dose, cal_half = columns(records(org["organism"]), method)
     pos = v[(dose > 0) & ~np.isnan(v)]
     cal = v[(dose == 0) & cal_half & ~np.isnan(v)]
     k = math.ceil((cal.size + 1) * 0.99)

@@ -190,11 +190,13 @@ def organisms(cfg: ClaimsConfig) -> list[tuple[int, bool]]:
 
 def measure_organism(cfg: ClaimsConfig, seed: int, dev: bool, out: Path, *,
                      progress: Progress | None = None, run: bool = True,
-                     units: tuple[str, ...] | None = None) -> OrganismScores:
+                     units: tuple[str, ...] | None = None,
+                     keep: Path | None = None) -> OrganismScores:
     """Build (or reuse) one organism, run its score units that its records lack and write
     the records, the new scores merged into them; ``run=False`` reads the records already
     written. Units in the records are never run again (a fresh machine given the kept
-    records, ``--keep``, resumes at the first unit missing)."""
+    records, ``--keep``, resumes at the first unit missing); ``keep``: the folder that gets
+    a gzip copy of the records each time they are written."""
     name = organism_name(cfg, seed, dev)
     path = out / name / RECORDS
     if not run:
@@ -209,6 +211,8 @@ def measure_organism(cfg: ClaimsConfig, seed: int, dev: bool, out: Path, *,
         return before
     res = merged(before, _run_units(cfg, seed, dev, out, todo, progress), cfg.dtype)
     save_scores(path, res)
+    if keep is not None:
+        keep_records(path, keep / f"{name}{KEPT_SUFFIX}")
     return res
 
 
@@ -338,9 +342,13 @@ def save_scores(path: Path, res: OrganismScores) -> None:
 
 
 def load_scores(path: Path) -> OrganismScores:
-    """One organism's stored records (:func:`save_scores`)."""
+    """One organism's stored records (:func:`save_scores`; gzip where the name ends
+    ``.gz``: a kept copy, :func:`keep_records`)."""
+    import gzip
+
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
+        doc = json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
     except (OSError, json.JSONDecodeError) as exc:
         raise ConfigError(f"bench claims: no readable records at {path} ({exc}); run "
                           "`recitation bench claims` without --analyse-only first") from exc
@@ -370,14 +378,13 @@ def measure_all(cfg: ClaimsConfig, out: Path, *, progress: Progress | None = Non
         name = organism_name(cfg, seed, dev)
         if run:
             for units in ((first, None) if first else (None,)):
-                measure_organism(cfg, seed, dev, out, progress=progress, units=units)
-                if keep is not None:
-                    keep_records(out / name / RECORDS, keep / f"{name}{KEPT_SUFFIX}")
-        elif not (out / name / RECORDS).exists():
-            if progress:
-                progress(f"{name}: no records yet, left out")
-            continue
-        found.append(measure_organism(cfg, seed, dev, out, run=False))
+                res = measure_organism(cfg, seed, dev, out, progress=progress, units=units,
+                                       keep=keep)
+            found.append(res)
+        elif (out / name / RECORDS).exists():
+            found.append(load_scores(out / name / RECORDS))
+        elif progress:
+            progress(f"{name}: no records yet, left out")
     if not any(o.dev for o in found) or all(o.dev for o in found):
         raise ConfigError(f"bench claims: {out} holds no records of the development organism "
                           "and at least one test organism; run `recitation bench claims` "
@@ -402,20 +409,14 @@ def keep_records(path: Path, kept: Path) -> None:
 def restore_kept(cfg: ClaimsConfig, out: Path, keep: Path, progress: Progress | None) -> None:
     """Give each organism's kept records back to ``out`` where they hold more units than
     the records there (none, on a fresh machine)."""
-    import gzip
-
     for seed, dev in organisms(cfg):
         name = organism_name(cfg, seed, dev)
         src, dst = keep / f"{name}{KEPT_SUFFIX}", out / name / RECORDS
         if not src.exists():
             continue
-        tmp = out / name / (RECORDS + ".kept")
-        tmp.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(gzip.decompress(src.read_bytes()))
-        kept = load_scores(tmp)
+        kept = load_scores(src)
         if dst.exists() and set(kept.units) <= set(load_scores(dst).units):
-            tmp.unlink()
             continue
-        tmp.replace(dst)
+        save_scores(dst, kept)
         if progress:
             progress(f"{name}: records restored from {src} ({', '.join(kept.units)})")
