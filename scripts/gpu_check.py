@@ -126,17 +126,25 @@ def environment(device: str) -> dict[str, Any]:
 
     name = torch.cuda.get_device_name(device) if device.startswith("cuda") else (
         _cpu_name() or platform.machine())
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True,
-                                text=True, timeout=10).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        commit = None
+    commit, edited = _git("rev-parse", "HEAD"), _git("status", "--porcelain", "src", "scripts")
     return {"device_name": name, "host_cpu": _cpu_name(), "cores": os.cpu_count(),
             "python": platform.python_version(),
             "torch": torch.__version__, "cuda": torch.version.cuda,
             "transformers": transformers.__version__, "threads": torch.get_num_threads(),
-            "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32), "git_commit": commit,
+            "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+            "git_commit": commit or None,
+            "tree_edited": None if edited is None else bool(edited),
             "sandbox": bool(sys.flags.no_site)}
+
+
+def _git(*args: str) -> str | None:
+    """What ``git ARGS`` prints in the repository, or None where git cannot say."""
+    try:
+        res = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
+                             timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return res.stdout.strip() if res.returncode == 0 else None
 
 
 def _cpu_name() -> str | None:

@@ -3,9 +3,9 @@
 Every tensor is made on the model's device (CPU or CUDA); a decoding step's logits are
 brought to the CPU, where each row's token is picked with its own seeded generator, so a
 seed draws the same way on every device. Per-position statistics over the vocabulary
-(log p of each token, its rank, the mean, spread and maximum of log p) are taken
-:data:`STATS_ELEMENTS` logits at a time (:func:`position_stats`), so their memory does not
-grow with vocabulary x batch x length."""
+(log p of each token, its rank, the mean, spread and maximum of log p) come from
+:mod:`recitation.models._stats` (chunked, so their memory does not grow with vocabulary x
+batch x length; compiled on a GPU)."""
 
 from __future__ import annotations
 
@@ -16,12 +16,13 @@ from typing import Any
 
 import torch
 
+from recitation.models._stats import (
+    normalised,
+    position_stats,
+    rank_of,
+)
 from recitation.models.base import Generation, GenerationRequest, TokenScores, Usage
 from recitation.models.device import split_on_oom
-
-STATS_ELEMENTS = 1 << 24
-"""Logits (positions x vocabulary) turned into float32 log-probabilities at a time: 64 MB;
-a 49k vocabulary gives 341 positions a chunk, a 128k one 128."""
 
 
 def _device(model: Any) -> torch.device:
@@ -187,70 +188,66 @@ def decode_batch(model: Any, tok: Any, stop_ids: set[int], prompts: list[str],
     return results
 
 
-@torch.inference_mode()
 def score_texts(model: Any, tok: Any, texts: list[str]) -> list[TokenScores]:
-    """Log p of every token given its prefix, and the vocabulary mean/std of log p there.
+    """Log p of every token given its prefix, and the vocabulary mean/std of log p there
+    (:func:`score_rows` of the texts' tokens)."""
+    return score_rows(model, tok, _tokenize(tok, texts))
 
-    Texts get the tokenizer's special tokens (a BOS where the tokenizer adds one, e.g. Gemma;
-    none for SmolLM2), so the first real token is scored in context. The vocabulary
-    statistics are computed one row, and :data:`STATS_ELEMENTS` logits, at a time
-    (:func:`position_stats`) to bound memory for large vocabularies."""
-    enc = _encode(tok, texts, [True] * len(texts))
+
+def _tokenize(tok: Any, texts: list[str]) -> list[list[int]]:
+    """Each text's tokens with the tokenizer's special tokens (a BOS where the tokenizer adds
+    one, e.g. Gemma; none for SmolLM2), so the first real token is scored in context; one
+    call for all (a fast tokenizer encodes them in parallel)."""
+    if not texts:
+        return []
+    rows: list[list[int]] = tok(texts, add_special_tokens=True)["input_ids"]
+    return rows
+
+
+def _pad_left(rows: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token rows left-padded to the longest: ids and a boolean mask of the real tokens."""
+    width = max((len(r) for r in rows), default=0)
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.bool)
+    for i, r in enumerate(rows):
+        if r:
+            ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
+            mask[i, width - len(r):] = True
+    return ids, mask
+
+
+@torch.inference_mode()
+def score_rows(model: Any, tok: Any, rows: list[list[int]]) -> list[TokenScores]:
+    """Score token rows in one batch (left-padded). The vocabulary statistics of all the
+    batch's positions are computed together (:func:`position_stats`, chunked) and come to the
+    CPU in one copy: nothing waits on the device row by row."""
+    ids, mask = _pad_left(rows, tok.pad_token_id if tok.pad_token_id is not None else 0)
     dev = _device(model)
-    ids, mask = enc["input_ids"].to(dev), enc["attention_mask"].to(dev)
     pos = (mask.long().cumsum(-1) - 1).clamp(min=0)
-    logits = model(input_ids=ids, attention_mask=mask, position_ids=pos).logits
-    out = []
-    for i in range(len(texts)):
-        k = int(mask[i].sum())
-        row_ids = ids[i, ids.shape[1] - k:]  # left padding: the real tokens are the last k
-        tok_lp, *stats = position_stats(logits[i, ids.shape[1] - k : -1], row_ids[1:])
-        out.append(_row_scores(tok, row_ids.tolist(), tok_lp, tuple(stats)))
+    logits = model(input_ids=ids.to(dev), attention_mask=mask.long().to(dev),
+                   position_ids=pos.to(dev)).logits
+    scored = mask[:, :-1] & mask[:, 1:]  # a real position whose next token is real
+    at = scored.nonzero()  # row-major: each row's positions together, in order
+    cols = position_stats(logits.reshape(-1, logits.shape[-1]),
+                          ids[:, 1:][scored].to(dev),
+                          index=(at[:, 0] * ids.shape[1] + at[:, 1]).to(dev))
+    table = torch.stack([c.double() for c in cols]).cpu().tolist()
+    out, start = [], 0
+    for row, n in zip(rows, scored.sum(-1).tolist(), strict=True):
+        out.append(_row_scores(tok, row, [c[start:start + n] for c in table]))
+        start += n
     return out
 
 
-def position_stats(logits: torch.Tensor, gold: torch.Tensor,
-                   elements: int | None = None) -> tuple[torch.Tensor, ...]:
-    """Per position of ``logits`` ([n, V], any float type): log p of the ``gold`` token, the
-    vocabulary mean and standard deviation of log p, its maximum, and the gold token's rank;
-    computed in float32 on chunks of positions holding at most ``elements`` logits
-    (:data:`STATS_ELEMENTS`), so the float32 copies never outgrow one chunk. The same numbers
-    as one pass over all positions (each position is its own reduction)."""
-    n, vocab = logits.shape
-    step = max(1, (elements or STATS_ELEMENTS) // max(vocab, 1))
-    parts = []
-    for a in range(0, max(n, 1), step):
-        logp = torch.log_softmax(logits[a:a + step].float(), dim=-1)
-        lp = logp.gather(-1, gold[a:a + step].unsqueeze(-1)).squeeze(-1)
-        parts.append((lp, *_stats(logp), _rank(logp, lp)))
-        del logp
-    return tuple(torch.cat(cols) for cols in zip(*parts, strict=True))
-
-
-def _row_scores(tok: Any, row_ids: list[int], tok_lp: torch.Tensor,
-                stats: tuple[torch.Tensor, ...]) -> TokenScores:
-    """One text's scores; ``stats``: the vocabulary mean and std of log p, the likeliest
-    token's log p and the text's token's rank, per position."""
-    mu, sigma, top, rank = stats
+def _row_scores(tok: Any, row_ids: list[int], cols: list[list[float]]) -> TokenScores:
+    """One text's scores; ``cols``: per position, the text's token's log p, the vocabulary
+    mean and std of log p, the likeliest token's log p and the text's token's rank."""
+    lp, mu, sigma, top, rank = cols
     return TokenScores(tokens=tuple(tok.convert_ids_to_tokens(row_ids)),
-                       logprobs=tuple(tok_lp.tolist()), mean_logprob=tuple(mu.tolist()),
-                       std_logprob=tuple(sigma.tolist()), usage=Usage(len(row_ids), 0),
-                       top_logprob=tuple(top.tolist()), token_ids=tuple(row_ids),
-                       rank=tuple(int(r) for r in rank.tolist()))
-
-
-def _rank(logp: torch.Tensor, gold: torch.Tensor) -> torch.Tensor:
-    """Per row of ``logp``: 1 + how many tokens are likelier than the ``gold`` one."""
-    return (logp > gold.unsqueeze(-1)).sum(-1) + 1
-
-
-def _stats(logp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Vocabulary mean and standard deviation of log p, and its largest value (the most
-    likely token's), one per row of ``logp``."""
-    p = logp.exp()
-    mu = (p * logp).sum(-1)
-    sigma = ((p * logp.pow(2)).sum(-1) - mu.pow(2)).clamp(min=0).sqrt()
-    return mu, sigma, logp.max(-1).values
+                       logprobs=tuple(lp), mean_logprob=tuple(mu),
+                       std_logprob=tuple(sigma), usage=Usage(len(row_ids), 0),
+                       top_logprob=tuple(top), token_ids=tuple(row_ids),
+                       rank=tuple(int(r) for r in rank))
 
 
 def common_prefix(rows: list[list[int]]) -> int:
@@ -275,8 +272,8 @@ def score_shared_prefix(model: Any, tok: Any, rows: list[list[int]], prefix: int
     res = model(input_ids=torch.tensor([rows[0][:prefix]], device=dev), use_cache=True)
     head = position_stats(res.logits[0, : prefix - 1],
                           torch.tensor(rows[0][1:prefix], device=dev))
-    last = torch.log_softmax(res.logits[0, prefix - 1 :].float(), dim=-1)  # [1, V]
-    shared = _Prefix(res, head, last, _stats(last))
+    z, log_s, mu, sigma = normalised(res.logits[0, prefix - 1 :])  # [1, V]
+    shared = _Prefix(res, head, z - log_s.unsqueeze(-1), (mu, sigma, -log_s))
     out: list[TokenScores] = []
     for b in range(0, len(rows), batch_size):
         out += split_on_oom(lambda chunk: _score_suffixes(model, tok, shared, chunk, prefix),
@@ -318,9 +315,9 @@ def _score_suffixes(model: Any, tok: Any, pre: _Prefix, chunk: list[list[int]],
         rest = position_stats(logits[i, : len(s) - 1],
                               torch.tensor(s[1:], dtype=torch.long, device=dev))
         first = pre.last[0, s[0]].reshape(1)
-        parts = zip((first, *pre.last_stats, _rank(pre.last, first)), rest, strict=True)
+        parts = zip((first, *pre.last_stats, rank_of(pre.last, first)), rest, strict=True)
         cols = [torch.cat([h, f, r]) for h, (f, r) in zip(pre.head, parts, strict=True)]
-        out.append(_row_scores(tok, chunk[i], cols[0], tuple(cols[1:])))
+        out.append(_row_scores(tok, chunk[i], [c.tolist() for c in cols]))
     return out
 
 
@@ -336,7 +333,7 @@ def score_many(model: Any, tok: Any, texts: list[str], batch_size: int, *,
     the other texts are taken longest first and a batch holds at most that many tokens
     (texts x padded length). A batch that runs out of memory is scored in halves, and later
     batches are kept at most half its size."""
-    rows = [tok(t, add_special_tokens=True)["input_ids"] for t in texts]
+    rows = _tokenize(tok, texts)
     out: list[TokenScores | None] = [None] * len(texts)
     alone: list[int] = []
     for i, j, prefix in _prefix_groups(rows):
@@ -352,7 +349,7 @@ def score_many(model: Any, tok: Any, texts: list[str], batch_size: int, *,
         cap[0] = max(1, min(cap[0], failed // 2))
 
     def run(idx: list[int]) -> list[TokenScores]:
-        return score_texts(model, tok, [texts[x] for x in idx])
+        return score_rows(model, tok, [rows[x] for x in idx])
 
     while alone:
         take = _batch_len([len(rows[x]) for x in alone[: cap[0]]], token_budget)
