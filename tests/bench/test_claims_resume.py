@@ -124,3 +124,26 @@ def test_records_of_the_first_format_know_their_units_from_their_costs(tmp_path:
     doc["format"] = 1
     (tmp_path / RECORDS).write_text(json.dumps(doc))
     assert set(load_scores(tmp_path / RECORDS).units) == {"whitebox"}
+
+
+def test_a_unit_that_scored_nothing_is_refused_and_runs_again(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from recitation.bench.claims_run import refuse_unscored
+    from recitation.errors import ConfigError
+
+    withheld = "whitebox: the log-probability integrity check of 'organism:x' failed"
+    units = tmp_path / "claims-s2" / "units"
+    units.mkdir(parents=True)
+    saved = units / "epoch1-whitebox.json"
+    saved.write_text("{}")
+    failed = SimpleNamespace(epoch=1, unit="whitebox", records=[
+        {"scores": [], "errors": [withheld]} for _ in range(3)])
+    partly = SimpleNamespace(epoch=1, unit="recall", records=[
+        {"scores": [], "errors": ["too short"]}, {"scores": [{"score": 1.0}], "errors": []}])
+    prefix = SimpleNamespace(epoch=1, unit="prefix", records=[{"lcp_words": 3}])
+    refuse_unscored([partly, prefix], tmp_path / "claims-s2")  # some scores: kept
+    with pytest.raises(ConfigError, match=r"unit whitebox \(epoch 1\) scored none of its 3 "
+                       r"items.*integrity check"):
+        refuse_unscored([partly, failed], tmp_path / "claims-s2")
+    assert not saved.exists()

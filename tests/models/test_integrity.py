@@ -51,8 +51,11 @@ def test_well_formed_catches_nan_positive_and_constant_values() -> None:
 def test_same_numbers_prefix_and_top_consistency() -> None:
     a = ts([-1.0, -2.0, -3.0, -4.0])
     assert inv.same_numbers("repeatable", "", a, a).outcome == "passed"
-    assert inv.same_numbers("repeatable", "", a, ts([-1.1, -2.1, -3.1, -4.1])
+    assert inv.same_numbers("repeatable", "", a, ts([-1.2, -2.2, -3.2, -4.2])
                             ).outcome == "failed"
+    # bfloat16 in another batch shape: 0.051 nats on average on a correct organism
+    assert inv.same_numbers("batch_invariant", "", a, ts([-1.06, -1.95, -3.06, -3.96])
+                            ).outcome == "passed"
     full = ts([-1.0, -2.0, -3.0, -4.0, -5.0, -6.0])
     prefix = ts([-1.0, -2.0, -3.0, -9.0])  # the boundary token (-9) is left out
     assert inv.prefix_consistent(prefix, full).outcome == "passed"

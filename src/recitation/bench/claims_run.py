@@ -238,6 +238,7 @@ def _run_units(cfg: ClaimsConfig, seed: int, dev: bool, out: Path, todo: tuple[s
         "subsample_members": cfg.sub_members, "subsample_nonmembers": cfg.sub_nonmembers,
         **shared_reference(cfg, name, out)})
     measured = run_units(gt, out / name, progress=progress)
+    refuse_unscored(measured.outcomes, out / name)
     scores: dict[str, dict[str, float]] = {}
     for o in measured.outcomes:
         scores |= detector_scores(o)
@@ -253,6 +254,22 @@ def _run_units(cfg: ClaimsConfig, seed: int, dev: bool, out: Path, todo: tuple[s
         + [{"unit": "organism", "built": not built.reused, "host": scored["host"],
             "wall_seconds": round(time.perf_counter() - t0, 1)}],
         {u: scored for u in todo})
+
+
+def refuse_unscored(outcomes: list[Any], folder: Path) -> None:
+    """Stop when a unit scored none of its items and says why (every record an error, e.g.
+    a model whose log-probability integrity check failed): such a unit is not kept in the
+    records, and its saved file is removed so that the next run runs it again."""
+    for o in outcomes:
+        recs = o.records
+        if any(r.get("scores") for r in recs) or not any(r.get("errors") for r in recs):
+            continue
+        first = next(e for r in recs for e in r.get("errors", []))
+        (folder / "units" / f"epoch{o.epoch}-{o.unit}.json").unlink(missing_ok=True)
+        raise ConfigError(
+            f"bench claims: {folder.name}'s unit {o.unit} (epoch {o.epoch}) scored none of "
+            f"its {len(recs)} items, so nothing of it is kept; the first item's error: "
+            f"{first}. Fix the cause and run the same command again (the unit runs again)")
 
 
 def merged(before: OrganismScores | None, new: OrganismScores, dtype: str) -> OrganismScores:

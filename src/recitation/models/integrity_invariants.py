@@ -45,12 +45,15 @@ POSITIVE_WHY = ("a log-probability is at most 0; 0.01 nats allows a bfloat16 log
 CONSTANT_TOL = 0.3
 CONSTANT_WHY = ("real text's per-token log-probabilities spread over several nats (std about "
                 "2 on these texts); below 0.3 the numbers do not depend on the text")
-SAME_TOL = 0.05
-SAME_WHY = ("float32 answers agree to 1e-5; bfloat16 and another batch shape move a token "
-            "by up to about 0.01 nats on average; a 0.05-nat mean shift is a real difference")
-PREFIX_TOL = 0.05
+SAME_TOL = 0.1
+SAME_WHY = ("float32 answers agree to 1e-5; in bfloat16 another batch shape moves a token by "
+            "0.01 to 0.05 nats on average (0.028 to 0.051 on five trained organisms on a "
+            "CPU, where 0.05 failed a correct model); a 0.1-nat mean shift is a real "
+            "difference (padding leaking into attention: 0.5)")
+PREFIX_TOL = 0.1
 PREFIX_WHY = ("a causal model's token does not see what follows; only padding and kernel "
-              "shapes differ (as for batching), the boundary token is left out")
+              "shapes differ (as for batching: up to 0.042 nats in bfloat16), the boundary "
+              "token is left out")
 GEN_TOL = 0.1
 GEN_WHY = ("decoding with a key-value cache and scoring the whole text take different "
            "kernels: about 1e-5 nats in float32, up to a few hundredths in bfloat16")
