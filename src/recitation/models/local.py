@@ -210,8 +210,9 @@ def _weights_key(src: Path) -> tuple[str, ...]:
     return (str(src.resolve()), *(f"{n}:{st.st_size}:{st.st_mtime_ns}" for n, st in stats))
 
 
-ANSWER_CODE = ("recitation.models._decode", "recitation.models.local")
-"""The modules whose source turns weights into answers (decoding, scoring, GGUF conversion)."""
+ANSWER_CODE = ("recitation.models._decode", "recitation.models._stats", "recitation.models.local")
+"""The modules whose source turns weights into answers (decoding, scoring and its vocabulary
+statistics, GGUF conversion)."""
 
 
 def _prepared(tok: Any) -> Any:
