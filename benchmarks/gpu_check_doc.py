@@ -10,9 +10,13 @@ written by ``scripts/gpu_check.py --json`` on the GPU machine.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
+
+from recitation.bench.markers import write_between
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "benchmarks" / "gpu_check"
@@ -78,13 +82,14 @@ def body() -> str:
 
 
 def main(argv: list[str]) -> int:
-    text = DOC.read_text(encoding="utf-8")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    new = f"{head}{START}\n{body()}\n{END}{tail}"
-    if "--check" in argv:
-        return 0 if new == text else 1
-    DOC.write_text(new, encoding="utf-8")
+    if "--check" in argv:  # the doc as it is against the doc rewritten from the records
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = Path(tmp) / DOC.name
+            shutil.copyfile(DOC, copy)
+            write_between(copy, START, END, body())
+            return 0 if copy.read_text(encoding="utf-8") == DOC.read_text(encoding="utf-8") \
+                else 1
+    write_between(DOC, START, END, body())
     return 0
 
 

@@ -82,8 +82,8 @@ def chunk_stats(logits: torch.Tensor, index: torch.Tensor,
     maximum (the likeliest token's: ``-log_s``), rank (1 + the tokens likelier than
     ``gold``)."""
     z, log_s, mu, sigma = normalised(logits[index])
-    zg = z.gather(-1, gold.unsqueeze(-1))
-    return zg.squeeze(-1) - log_s, mu, sigma, -log_s, (z > zg).sum(-1) + 1
+    zg = z.gather(-1, gold.unsqueeze(-1)).squeeze(-1)
+    return zg - log_s, mu, sigma, -log_s, rank_of(z, zg)
 
 
 _COMPILED: dict[str, Stats] = {}
