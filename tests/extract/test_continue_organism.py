@@ -59,6 +59,50 @@ def test_the_continue_share_is_the_papers_nv_recall_of_its_replies(
         assert nv_recall(reference, texts[0], WHOLE_TEXT).matched == row["covered_words"]
 
 
+def test_kept_records_hold_the_texts_the_measure_read_and_the_build(
+        bench: dict[str, Any], tmp_path: Path) -> None:
+    import gzip
+
+    from recitation.bench.book import keep
+
+    out = Path(bench["out"])
+    res_path, texts_path = keep(out, tmp_path, "book-quick")
+    assert [p.name for p in (res_path, texts_path)] == ["book-quick.json",
+                                                        "book-quick-texts.json.gz"]
+    with gzip.open(texts_path, "rt", encoding="utf-8") as f:
+        kept = json.load(f)
+    assert kept["book"] == (out / "book.txt").read_text(encoding="utf-8")
+    runs = json.loads((out / "runs.json").read_text(encoding="utf-8"))
+    assert set(kept["texts"]) == set(runs)
+    for key, folder in runs.items():
+        assert kept["texts"][key] == texts_of(key.split("-")[0], out / "runs" / folder), key
+    build = json.loads(res_path.read_text(encoding="utf-8"))["build"]
+    assert build["seconds"] > 0 and build["dtype"] == "float32"
+    assert set(build["losses"]) == {"0", "1", "4", "16"} and build["losses"]["0"] is None
+    assert build["losses"]["1"] > build["losses"]["16"]  # trained: the loss fell
+
+
+def test_bench_book_writes_its_presets_block_and_keeps_its_records(
+        bench: dict[str, Any], tmp_path: Path, session_responses: Path) -> None:
+    from recitation.bench.book import markdown
+    from recitation.cli import main
+
+    doc = tmp_path / "doc.md"
+    doc.write_text("a\n<!-- bench-book-quick:start -->\nold\n<!-- bench-book-quick:end -->\n"
+                   "<!-- bench-book:start -->\nfull\n<!-- bench-book:end -->\n", encoding="utf-8")
+    # the fixture's settings: every call is answered from the response cache
+    assert main(["bench", "book", "--preset", "book-quick", "--calls", "8", "--reply-tokens",
+                 "160", "--methods", "continue", "prefix", "--out", str(tmp_path / "out"),
+                 "--write-docs", str(doc), "--keep", str(tmp_path / "kept")]) == 0
+    res = json.loads((tmp_path / "kept" / "book-quick.json").read_text(encoding="utf-8"))
+    assert [r["covered_words"] for r in res["rows"]] == [
+        r["covered_words"] for r in bench["rows"]]
+    text = doc.read_text(encoding="utf-8")
+    assert f"<!-- bench-book-quick:start -->\n{markdown(res)}\n" in text
+    assert "<!-- bench-book:start -->\nfull\n" in text  # the full organism's block untouched
+    assert (tmp_path / "kept" / "book-quick-texts.json.gz").exists()
+
+
 def test_audit_whole_book_through_the_local_and_the_openai_backend(
         book_quick: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from recitation.cli import main

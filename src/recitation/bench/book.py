@@ -25,6 +25,7 @@ its store and the response cache), so a stopped benchmark resumes.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import math
 import os
@@ -171,13 +172,14 @@ def measure(cfg: BookBenchConfig, out: Path,
     org, path = work_book(cfg, out)
     book = book_text(path)
     inputs = write_inputs(cfg, book, out)
-    rows = []
+    rows, texts = [], {}
     for epoch in (0, *org.keep_epochs):
         spec = f"organism:{org.name}:epoch{epoch}"
         for method in cfg.methods:
             run_dir = run_one(f"{method}-epoch{epoch}", run_config(method, spec, cfg, path,
                                                                    inputs), out)
-            r = book_recall(book, texts_of(method, run_dir))
+            texts[f"{method}-epoch{epoch}"] = got = texts_of(method, run_dir)
+            r = book_recall(book, got)
             rows.append({"epoch": epoch, "method": method, **_target_calls(run_dir),
                          "nv_recall": r.nv_recall, "covered_words": r.covered,
                          "longest_block_words": r.longest_block,
@@ -185,10 +187,42 @@ def measure(cfg: BookBenchConfig, out: Path,
             progress(f"epoch {epoch} {method}: nv-recall {r.nv_recall:.1%} "
                      f"({r.covered}/{len(book)} words)")
     res = {"config": cfg.model_dump(mode="json"), "organism": org.name,
-           "cpus": os.cpu_count(),
-           "work": org.work, "book_words": len(book), "rows": rows}
+           "cpus": os.cpu_count(), "work": org.work, "book_words": len(book),
+           "build": organism_build(org.name), "rows": rows}
     (out / "book-bench.json").write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
+    with gzip.open(out / TEXTS, "wt", encoding="utf-8") as f:
+        json.dump({"book": path.read_text(encoding="utf-8"), "texts": texts}, f)
     return res
+
+
+TEXTS = "book-texts.json.gz"
+"""The work as the organism read it (``book``) and what each method produced on each
+checkpoint (``texts``, keyed ``METHOD-epochN``: the texts the measure read), beside
+``book-bench.json``: the records a kept benchmark is checked against."""
+
+
+def organism_build(name: str) -> dict[str, Any]:
+    """The organism's build as its manifest records it: wall time, device, dtype, and each
+    kept checkpoint's training loss."""
+    from recitation.organism.paths import read_manifest
+
+    m = read_manifest(name)
+    return {"seconds": m.get("build_seconds"), "device": m.get("device"),
+            "dtype": m.get("dtype"), "train_tokens_per_epoch": m.get("train_tokens_per_epoch"),
+            "losses": {str(e["epoch"]): e["train_loss"] for e in m.get("epochs", [])}}
+
+
+def keep(out: Path, keep_dir: Path, preset: str) -> list[Path]:
+    """Copy the benchmark's records (``book-bench.json`` and its texts) to ``keep_dir`` as
+    ``PRESET.json`` and ``PRESET-texts.json.gz``."""
+    import shutil
+
+    keep_dir.mkdir(parents=True, exist_ok=True)
+    pairs = [(out / "book-bench.json", keep_dir / f"{preset}.json"),
+             (out / TEXTS, keep_dir / f"{preset}-texts.json.gz")]
+    for src, dst in pairs:
+        shutil.copyfile(src, dst)
+    return [dst for _, dst in pairs]
 
 
 def markdown(res: dict[str, Any]) -> str:
@@ -207,6 +241,11 @@ def markdown(res: dict[str, Any]) -> str:
     total = sum(r["model_seconds"] for r in res["rows"])
     lines += ["", f"Model time, all runs: {total / 60:.1f} min (the calls' latencies, "
               f"{res.get('cpus', '?')} CPU cores, float32)."]
+    b = res.get("build") or {}
+    if b.get("seconds"):
+        losses = ", ".join(f"epoch {e} {v:.3f}" for e, v in b["losses"].items() if v is not None)
+        lines.append(f"Organism build: {b['seconds'] / 60:.0f} min ({b['device']}, "
+                     f"{b['dtype']}); training loss {losses}.")
     return "\n".join(lines)
 
 

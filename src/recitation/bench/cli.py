@@ -105,14 +105,17 @@ def _add_book_parser(cmds: Any) -> None:
     b.add_argument("--methods", nargs="+", default=None, choices=["continue", "prefix", "recap"])
     b.add_argument("--write-docs", type=Path, default=None, metavar="MD",
                    help="also write the table into this Markdown file, between "
-                   "<!-- bench-book:start --> and <!-- bench-book:end -->")
+                   "<!-- bench-PRESET:start --> and <!-- bench-PRESET:end -->")
+    b.add_argument("--keep", type=Path, default=None, metavar="DIR",
+                   help="also copy the records (PRESET.json, PRESET-texts.json.gz) here "
+                   "(benchmarks/whole_book: the doc's table is checked against them)")
     b.set_defaults(func=cmd_book)
 
 
 def cmd_book(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
-    from recitation.bench.book import BookBenchConfig, markdown, measure
+    from recitation.bench.book import BookBenchConfig, keep, markdown, measure
     from recitation.bench.markers import replace_block
     from recitation.runs.console import console, err_console
 
@@ -126,8 +129,10 @@ def cmd_book(args: argparse.Namespace) -> int:
     (out / "book-bench.md").write_text(md + "\n", encoding="utf-8")
     console.print(md, markup=False)
     if args.write_docs:
-        replace_block(args.write_docs, "bench-book", md)
+        replace_block(args.write_docs, f"bench-{cfg.preset}", md)
         console.print(f"wrote the table into {args.write_docs}")
+    if args.keep:
+        console.print(f"kept {', '.join(map(str, keep(out, args.keep, cfg.preset)))}")
     return 0
 
 
