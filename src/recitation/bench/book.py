@@ -189,12 +189,14 @@ def measure(cfg: BookBenchConfig, out: Path,
     res = {"config": cfg.model_dump(mode="json"), "organism": org.name,
            "cpus": os.cpu_count(), "work": org.work, "book_words": len(book),
            "build": organism_build(org.name), "rows": rows}
-    (out / "book-bench.json").write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
+    (out / RESULTS).write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
     with gzip.open(out / TEXTS, "wt", encoding="utf-8") as f:
         json.dump({"book": path.read_text(encoding="utf-8"), "texts": texts}, f)
     return res
 
 
+RESULTS = "book-bench.json"
+"""The rows of a benchmark (:func:`measure`), under its output folder."""
 TEXTS = "book-texts.json.gz"
 """The work as the organism read it (``book``) and what each method produced on each
 checkpoint (``texts``, keyed ``METHOD-epochN``: the texts the measure read), beside
@@ -218,7 +220,7 @@ def keep(out: Path, keep_dir: Path, preset: str) -> list[Path]:
     import shutil
 
     keep_dir.mkdir(parents=True, exist_ok=True)
-    pairs = [(out / "book-bench.json", keep_dir / f"{preset}.json"),
+    pairs = [(out / RESULTS, keep_dir / f"{preset}.json"),
              (out / TEXTS, keep_dir / f"{preset}-texts.json.gz")]
     for src, dst in pairs:
         shutil.copyfile(src, dst)
