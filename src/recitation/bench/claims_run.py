@@ -70,7 +70,8 @@ class ClaimsConfig(BaseModel):
     preset: str = "lowfpr"
     units: tuple[str, ...] = SCORE_UNITS
     # units that generate (or score 25 neighbours per text: the neighbourhood attack) run on
-    # a seeded stratified subsample of each organism: members per dose, non-members
+    # a seeded stratified subsample of each organism: members per dose, non-members (and
+    # more until each calibration half holds half of them: subsample_nonmembers)
     generating: tuple[str, ...] = ()
     sub_members: int = Field(100, ge=1)
     sub_nonmembers: int = Field(1_000, ge=2)
@@ -235,7 +236,8 @@ def _run_units(cfg: ClaimsConfig, seed: int, dev: bool, out: Path, todo: tuple[s
         **({} if dev else camia_signs(cfg, out)),
         "signals": True, "seed": cfg.seed, "n_bootstrap": 0, "batch_size": cfg.batch_size,
         "subsample_units": cfg.generating + cfg.subsampled,
-        "subsample_members": cfg.sub_members, "subsample_nonmembers": cfg.sub_nonmembers,
+        "subsample_members": cfg.sub_members,
+        "subsample_nonmembers": subsample_nonmembers(cfg, name),
         **shared_reference(cfg, name, out)})
     measured = run_units(gt, out / name, progress=progress)
     refuse_unscored(measured.outcomes, out / name)
@@ -321,10 +323,35 @@ def camia_signs(cfg: ClaimsConfig, out: Path) -> dict[str, Any]:
 
     name = organism_name(cfg, cfg.dev_seed, True)
     passages = subsample(load_split(organism_dir(name) / SPLIT), cfg.sub_members,
-                         cfg.sub_nonmembers, cfg.seed)
+                         subsample_nonmembers(cfg, name), cfg.seed)
     signs = development_signs(name, 1, [(p.text, p.member) for p in passages],
                               out / name / SIGNS, cfg.dtype)
     return {"camia_signs": signs}
+
+
+def subsample_nonmembers(cfg: ClaimsConfig, name: str) -> int:
+    """How many non-members organism ``name``'s subsample takes (:func:`balanced_count`):
+    its calibration halves are drawn over all its non-members, so ``sub_nonmembers`` of them
+    split unevenly (512 / 488 on the default organisms: a test half under the 500 that
+    measure 1% FPR); the subsample goes on in its seeded order until each half has its share."""
+    from recitation.bench.groundtruth import subsample_order
+    from recitation.organism.data import load_split
+    from recitation.organism.paths import SPLIT, organism_dir
+
+    passages = load_split(organism_dir(name) / SPLIT)
+    cal = calibration_half((p.id for p in passages if not p.member), cfg.seed)
+    return balanced_count(subsample_order(passages, 0, cfg.seed), cal, cfg.sub_nonmembers)
+
+
+def balanced_count(order: list[str], calibration: frozenset[str], n: int) -> int:
+    """The shortest start of ``order``, at least ``n`` long, holding ``n // 2`` ids of the
+    calibration half and ``n // 2`` of the test half (all of ``order`` if none does)."""
+    cal = test = 0
+    for i, pid in enumerate(order, 1):
+        cal, test = (cal + 1, test) if pid in calibration else (cal, test + 1)
+        if i >= n and min(cal, test) >= n // 2:
+            return i
+    return len(order)
 
 
 def blind_scores(texts: dict[str, str], members: set[str], seed: int

@@ -220,14 +220,19 @@ def subsample(passages: Sequence[Passage], members: int, nonmembers: int,
               seed: int) -> list[Passage]:
     """A seeded stratified subsample: ``members`` of each dose, ``nonmembers`` non-members
     (all of a stratum that has fewer), in the passages' order."""
-    import random
-
     keep: set[str] = set()
     for dose in sorted({p.dose for p in passages}):
-        ids = sorted(p.id for p in passages if p.dose == dose)
-        random.Random(f"subsample:{seed}:{dose}").shuffle(ids)
-        keep |= set(ids[: nonmembers if dose == 0 else members])
+        keep |= set(subsample_order(passages, dose, seed)[: nonmembers if dose == 0 else members])
     return [p for p in passages if p.id in keep]
+
+
+def subsample_order(passages: Sequence[Passage], dose: int, seed: int) -> list[str]:
+    """A dose's passage ids in the seeded order :func:`subsample` takes them in."""
+    import random
+
+    ids = sorted(p.id for p in passages if p.dose == dose)
+    random.Random(f"subsample:{seed}:{dose}").shuffle(ids)
+    return ids
 
 
 def sample_files(passages: Sequence[Passage], out: Path, extract_passages: int | None = None,
