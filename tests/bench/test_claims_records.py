@@ -118,3 +118,25 @@ def test_one_interval_equals_scipys_bootstrap_of_the_same_resampling(
     ref = stats.bootstrap((pos, cal), tpr, paired=False, vectorized=False, n_resamples=2000,
                           method="percentile", random_state=1).confidence_interval
     assert org["tpr_ci"] == pytest.approx([ref.low, ref.high], abs=0.03)
+
+
+def test_the_leaderboards_pearl_sentences_are_the_records(res: dict[str, Any]) -> None:
+    """The prose under the tables on PEARL quotes its kept records: the halves its 1,000
+    non-members fall in (counted here from each test organism's records), its pooled TPR and
+    FPR read at 1% and the above-chance p (from the analysis)."""
+    doc = " ".join((ROOT / "docs" / "leaderboard.md").read_text(encoding="utf-8").split())
+    for name in ("claims-s0", "claims-s1", "claims-s2"):
+        v, dose, cal_half = columns(records(name), "pearl_bitflip_sensitivity")
+        scored = (dose == 0) & ~np.isnan(v)
+        assert (int((scored & cal_half).sum()), int((scored & ~cal_half).sum())) == (512, 488)
+    assert "fall 512 in the calibration half and 488 in the test half" in doc
+    rows = [r for r in res["rows"] if r["method"].startswith("pearl") and r["alpha"] == 0.01]
+    assert {r["supported"] for r in rows} == {False} and len(rows) == 6
+
+    def pct(x: float) -> str:
+        return f"{100 * x:.1f}"
+
+    tpr = f"pooled TPR {pct(min(r['tpr'] for r in rows))}-{pct(max(r['tpr'] for r in rows))}%"
+    fpr = f"FPR read of {pct(min(r['fpr'] for r in rows))}-{pct(max(r['fpr'] for r in rows))}%"
+    p = [r["p_above_chance_holm"] for r in rows]
+    assert tpr in doc and fpr in doc and f"Holm p {min(p):.2f}-{max(p):.2f}" in doc
