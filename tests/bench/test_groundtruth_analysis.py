@@ -124,6 +124,25 @@ def test_unit_params_and_keys(tmp_path: Path) -> None:
     assert a != unit_key(job, params, 0, {"epoch": 1})
 
 
+def test_a_rewritten_sample_file_gives_another_key(tmp_path: Path) -> None:
+    """The key holds the content of the files under the benchmark folder, not only their
+    names: a subsample of another size (the same file names) is not read from a unit saved
+    for the first; the same content under another folder keeps the key."""
+    from recitation.bench.groundtruth import _portable
+
+    def key(out: Path, rows: str) -> str:
+        (out / "data").mkdir(parents=True, exist_ok=True)
+        (out / "data" / "nonmembers_sub.jsonl").write_text(rows, encoding="utf-8")
+        params = {"controls": [str(out / "data" / "nonmembers_sub.jsonl")],
+                  "signals": str(out / "signals" / "epoch1"), "detectors": ["camia"]}
+        return unit_key("detect", _portable(params, out), 0, {"epoch": 1})
+
+    first = key(tmp_path / "a", '{"id": "1", "text": "one"}\n')
+    assert key(tmp_path / "b", '{"id": "1", "text": "one"}\n') == first
+    assert key(tmp_path / "a", '{"id": "1", "text": "one"}\n{"id": "2", "text": "two"}\n'
+               ) != first
+
+
 def test_config_errors_name_the_field() -> None:
     with pytest.raises(ValueError, match="unknown unit"):
         GroundTruthConfig(units=("whitebox", "nope"))

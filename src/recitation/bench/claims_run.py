@@ -333,23 +333,36 @@ def subsample_nonmembers(cfg: ClaimsConfig, name: str) -> int:
     """How many non-members organism ``name``'s subsample takes (:func:`balanced_count`):
     its calibration halves are drawn over all its non-members, so ``sub_nonmembers`` of them
     split unevenly (512 / 488 on the default organisms: a test half under the 500 that
-    measure 1% FPR); the subsample goes on in its seeded order until each half has its share."""
+    measure 1% FPR); the subsample goes on in its seeded order until each half has its share
+    of the non-members the units score. CAMIA scores none of the 30% it calibrates on
+    (:func:`recitation.detect.camia.population_ids`), so with a CAMIA unit the subsample
+    goes on until the other 70% give each half its share."""
     from recitation.bench.groundtruth import subsample_order
     from recitation.organism.data import load_split
     from recitation.organism.paths import SPLIT, organism_dir
 
     passages = load_split(organism_dir(name) / SPLIT)
     cal = calibration_half((p.id for p in passages if not p.member), cfg.seed)
-    return balanced_count(subsample_order(passages, 0, cfg.seed), cal, cfg.sub_nonmembers)
+    order = subsample_order(passages, 0, cfg.seed)
+    if not any(u.split("@")[0] == "camia" for u in cfg.generating):
+        return balanced_count(order, cal, cfg.sub_nonmembers)
+    from recitation.detect.camia import population_ids
+
+    rank = {p.id: i for i, p in enumerate(passages)}  # the job's controls: the split's order
+    return balanced_count(order, cal, cfg.sub_nonmembers, lambda start: population_ids(
+        sorted(start, key=rank.__getitem__), cfg.seed))
 
 
-def balanced_count(order: list[str], calibration: frozenset[str], n: int) -> int:
-    """The shortest start of ``order``, at least ``n`` long, holding ``n // 2`` ids of the
-    calibration half and ``n // 2`` of the test half (all of ``order`` if none does)."""
-    cal = test = 0
-    for i, pid in enumerate(order, 1):
-        cal, test = (cal + 1, test) if pid in calibration else (cal, test + 1)
-        if i >= n and min(cal, test) >= n // 2:
+def balanced_count(order: list[str], calibration: frozenset[str], n: int,
+                   held_out: Callable[[list[str]], set[str]] | None = None) -> int:
+    """The shortest start of ``order``, at least ``n`` long, whose scored ids (all, or those
+    not in ``held_out(start)``) hold ``n // 2`` of the calibration half and ``n // 2`` of the
+    test half (all of ``order`` if none does)."""
+    for i in range(n, len(order) + 1):
+        start = order[:i]
+        out = held_out(start) if held_out else set()
+        cal = sum(pid in calibration for pid in start if pid not in out)
+        if min(cal, i - len(out) - cal) >= n // 2:
             return i
     return len(order)
 

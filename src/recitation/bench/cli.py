@@ -167,8 +167,8 @@ def _add_claims_parser(cmds: Any) -> None:
                             "camia@published"],
                    help="also these units, on a seeded subsample of each organism (100 "
                    "members per dose, 1,000 non-members and more until each calibration "
-                   "half holds 500: 1%% FPR measured, 0.1%% not; CAMIA scores 70%% of them, "
-                   "its population the rest, so 1%% is not measured for it at this size)")
+                   "half holds 500 of those the units score: 1%% FPR measured, 0.1%% not; CAMIA "
+                   "scores 70%%, its population the rest, so with CAMIA about 1,435)")
     c.add_argument("--analyse-only", action="store_true",
                    help="the tables from the records already written; run nothing")
     c.add_argument("--keep", type=Path, default=None, metavar="DIR",

@@ -45,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from recitation import methods
 from recitation.bench.groups import group_of
+from recitation.digest import file_sha256
 from recitation.errors import ConfigError
 from recitation.methods import Access
 from recitation.models.config import dtype_key
@@ -404,10 +405,13 @@ def measure_unit(epoch: int, unit: str, cfg: GroundTruthConfig, files: dict[str,
 
 def _portable(params: dict[str, Any], out: Path) -> dict[str, Any]:
     """``params`` with paths under ``out`` made relative (the key does not depend on where
-    the benchmark directory is) and checkpoint paths dropped (the model ids stand for them)."""
+    the benchmark directory is) with a digest of each file's content (a sample file
+    rewritten with another subsample gives another key), and checkpoint paths dropped (the
+    model ids stand for them)."""
     def fix(v: Any) -> Any:
         if isinstance(v, str) and v.startswith(str(out)):
-            return v[len(str(out)):].lstrip("/")
+            rel = v[len(str(out)):].lstrip("/")
+            return f"{rel}#{file_sha256(v)[:16]}" if Path(v).is_file() else rel
         if isinstance(v, list):
             return [fix(x) for x in v]
         if isinstance(v, dict):

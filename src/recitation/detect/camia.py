@@ -128,6 +128,18 @@ def camia_score(signals: Mapping[str, float], population: Sequence[Mapping[str, 
     return float(-sum(ps) / len(ps))
 
 
+def population_ids(controls: Sequence[str], seed: int) -> set[str]:
+    """The ids of the controls that calibrate: a seeded 30% of ``controls`` (the run's
+    controls in the job's order), drawn as the detector draws them; the others get scores."""
+    k = round(len(controls) * POPULATION_SHARE)
+    if k < MIN_POPULATION:
+        raise ConfigError(f"camia: {len(controls)} controls give a population of {k} "
+                          f"non-members; it needs at least {MIN_POPULATION} (30% of "
+                          f"the controls): add controls")
+    pick = random.Random(f"camia:{seed}").sample(range(len(controls)), k)
+    return {controls[i] for i in pick}
+
+
 class CamiaDetector:
     """The ``camia`` family (a plug-in of the detect job): each text's repeated form scored
     in the job's shared call; the population's signals computed once per job."""
@@ -141,14 +153,8 @@ class CamiaDetector:
     def population(self, ctx: ScoringContext) -> set[str]:
         """The ids of the controls that calibrate (a seeded 30% of the controls)."""
         if self._ids is None:
-            controls = [s for s in ctx.samples() if s.label == "control"]
-            k = round(len(controls) * POPULATION_SHARE)
-            if k < MIN_POPULATION:
-                raise ConfigError(f"camia: {len(controls)} controls give a population of {k} "
-                                  f"non-members; it needs at least {MIN_POPULATION} (30% of "
-                                  f"the controls): add controls")
-            pick = random.Random(f"camia:{ctx.seed}").sample(range(len(controls)), k)
-            self._ids = {controls[i].id for i in pick}
+            controls = [s.id for s in ctx.samples() if s.label == "control"]
+            self._ids = population_ids(controls, ctx.seed)
         return self._ids
 
     def companion_texts(self, ctx: ScoringContext, samples: Sequence[Sample]) -> list[str]:
