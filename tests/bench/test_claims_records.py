@@ -140,3 +140,31 @@ def test_the_leaderboards_pearl_sentences_are_the_records(res: dict[str, Any]) -
     fpr = f"FPR read of {pct(min(r['fpr'] for r in rows))}-{pct(max(r['fpr'] for r in rows))}%"
     p = [r["p_above_chance_holm"] for r in rows]
     assert tpr in doc and fpr in doc and f"Holm p {min(p):.2f}-{max(p):.2f}" in doc
+
+
+def test_the_leaderboards_camia_sentences_are_the_records(res: dict[str, Any]) -> None:
+    """The prose on CAMIA quotes its kept records: the non-members it scored in each half
+    (counted here: its population has no score), the one member without a score, its pooled
+    rate, FPR read and above-chance p at 1%, the seen-once verdict and the pairs compared."""
+    doc = " ".join((ROOT / "docs" / "leaderboard.md").read_text(encoding="utf-8").split())
+    members = {}
+    for name in ("claims-dev", "claims-s0", "claims-s1", "claims-s2"):
+        v, dose, cal_half = columns(records(name), "camia")
+        scored = (dose == 0) & ~np.isnan(v)
+        halves = (int((scored & cal_half).sum()), int((scored & ~cal_half).sum()))
+        assert halves == ((358, 342) if name == "claims-dev" else (503, 502))
+        members[name] = int(((dose > 0) & ~np.isnan(v)).sum())  # 100 per dose in the subsample
+    assert members == {"claims-dev": 200, "claims-s0": 200, "claims-s1": 199, "claims-s2": 200}
+    assert "503 in the calibration half and 502 in the test half" in doc
+    assert "(the development organism: all 1,000, 358 / 342 scored)" in doc
+    every, once = (next(r for r in res["rows"] if r["method"] == "camia"
+                        and r["alpha"] == 0.01 and r["dose"] == d) for d in ("all", "1"))
+    lo, hi = (100 * x for x in every["tpr_ci"])
+    assert (f"CAMIA flags {100 * every['tpr']:.1f}% [{lo:.1f}, {hi:.1f}] of every member pooled "
+            f"against an FPR read of {100 * every['fpr']:.1f}%") in doc
+    assert every["p_above_chance_holm"] < 0.001 and "(Holm p < 0.001)" in doc
+    verdict = next(v for v in res["verdicts"] if v["alpha"] == 0.01 and v["dose"] == "1"
+                   and v["access"] == "log-probabilities")
+    assert verdict["best"] == "camia" and verdict["winner"] is None
+    assert f"seen once it has the highest rate of its level, {100 * once['tpr']:.1f}%" in doc
+    assert f"the Holm family to {len(res['pairs'])} pairs" in doc
