@@ -96,6 +96,21 @@ def test_copies_of_a_text_ending_in_a_newline() -> None:
     assert got == [rep_lp[1:3], rep_lp[6:8], rep_lp[11:13], rep_lp[16:18]]
 
 
+def test_copies_of_a_text_ending_in_blank_lines() -> None:
+    """A passage of *The Gambler* ending '...on my part.\n\n\n\n\n' ends, in SmolLM2's
+    tokens, '.' (20), '\n\n' (21), '\n\n\n' (22); repeated, the blank lines and the
+    joining space become '\n\n\n\n' (23), '\n ' (24): without its last token the pattern
+    still ends in 21, found once; without its last two it is found in every copy (the
+    claims benchmark's one CAMIA error before this)."""
+    ids = [1, 2, 3, 4, 20, 21, 22]
+    rep_ids = ([1, 2, 3, 4, 20, 23, 24] + [9, 2, 3, 4, 20, 23, 24] * 4
+               + [9, 2, 3, 4, 20, 21, 22])
+    rep_lp = [-float(i) for i in range(len(rep_ids) - 1)]
+    got = copies(ids, rep_ids, rep_lp)
+    assert got == [rep_lp[s - 1 : s + 2] for s in (2, 9, 16, 23)]
+    assert copies(ids, rep_ids[:7] + [9, 2, 3, 4, 20, 21, 22], rep_lp[:13]) == []
+
+
 def test_all_75_signals_in_their_groups() -> None:
     x = [-(i % 7) * 0.5 - 0.1 for i in range(40)]
     ids = list(range(41))

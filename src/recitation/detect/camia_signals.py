@@ -29,6 +29,7 @@ REPEATED_CUTS = (600, 800, 1000)
 PRE_CUTS: tuple[tuple[str, int], ...] = (("all", 10**9), ("200", 200), ("300", 300))
 APEN_M, APEN_R = 8, 0.8
 COPIES = 6  # the text and 5 repetitions (run_ours_construct_mia_data.py, num_repeatitions)
+TAILS = 4  # copies() drops up to 3 of the text's last tokens where the join merges them
 
 
 def lz_complexity(x: Sequence[float], bins: int) -> float:
@@ -109,10 +110,13 @@ def copies(x_ids: Sequence[Any], rep_ids: Sequence[Any], rep_lp: Sequence[float]
     occurrences, each the log-probabilities of those ids there. Where the first word
     tokenizes differently after a space, the pattern loses one more leading token, up to
     ``tries`` times (the authors shorten it too, and stop after 4). Where that finds none,
-    the same search again without the text's last token (ours): a text ending in a newline
-    or a space ends in a token that merges with the space joining the copies, so no copy
-    matches whole (the authors' search never ends there)."""
-    for tail in (0, 1):
+    the same search again without the text's last token, then its last 2 and 3 (ours): a
+    text ending in a newline or a space ends in a token that merges with the space joining
+    the copies, so no copy matches whole (the authors' search never ends there); blank
+    lines at the end can merge over two tokens (``'.', '\\n\\n', '\\n\\n\\n'`` before
+    the join, ``'.', '\\n\\n\\n\\n', '\\n '`` in it). A text found with fewer dropped
+    tokens is found as before."""
+    for tail in range(TAILS):
         for skip in range(2, 2 + tries):
             target = list(x_ids[skip : len(x_ids) - tail])
             n = len(target)
