@@ -33,7 +33,8 @@ def test_the_tables_come_from_the_records(tmp_path: Path,
                                                      "claims-s2"]
     assert res["config"]["nonmembers"] == 10_000 and res["n_boot"] == 200
     assert "Rests on 3 test organism(s)" in md and "`claims-s2`" in md
-    assert "| access | method | TPR `claims-s0` |" in capsys.readouterr().out
+    assert ("| access | method | scored: members / calibration / test non-members | TPR "
+            "`claims-s0` |") in capsys.readouterr().out
     # 200 calibration / 200 test non-members measure neither 1% nor 0.1%: nothing ranked
     assert res["verdicts"] == [] and res["pairs"] == []
     assert "| `claims-s0` | test | 150 | 200 | 200 | none |" in md

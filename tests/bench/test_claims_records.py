@@ -168,3 +168,21 @@ def test_the_leaderboards_camia_sentences_are_the_records(res: dict[str, Any]) -
     assert verdict["best"] == "camia" and verdict["winner"] is None
     assert f"seen once it has the highest rate of its level, {100 * once['tpr']:.1f}%" in doc
     assert f"the Holm family to {len(res['pairs'])} pairs" in doc
+
+
+def test_each_rows_scored_counts_are_the_records(res: dict[str, Any]) -> None:
+    """The tables' "scored" column: members and calibration / test non-members with a score,
+    summed over the test organisms and counted here from the kept records (a generating
+    unit's subsample; CAMIA's less its population; PEARL's 1,000 non-members)."""
+    from recitation.bench.claims_tables import rate_table
+
+    lines = rate_table(res, "all", 0.01)
+    for method in ("camia", "pearl_bitflip_sensitivity", "zlib", "ezmia"):
+        counts = np.zeros(3, dtype=int)
+        for name in ("claims-s0", "claims-s1", "claims-s2"):
+            v, dose, cal_half = columns(records(name), method)
+            ok = ~np.isnan(v)
+            counts += [int((ok & (dose > 0)).sum()), int((ok & (dose == 0) & cal_half).sum()),
+                       int((ok & (dose == 0) & ~cal_half).sum())]
+        want = " / ".join(f"{c:,}" for c in counts)
+        assert any(f" | `{method}` | {want} | " in line for line in lines), (method, want)

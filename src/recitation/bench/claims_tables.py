@@ -71,6 +71,13 @@ def _standing(r: dict[str, Any], verdict: dict[str, Any] | None) -> str:
     return "tied with the best" if r["method"] in verdict["tied"] else "below the best"
 
 
+def _scored(r: dict[str, Any]) -> str:
+    """The members and calibration and test non-members a row's method scored, summed over
+    the organisms (a generating unit: its subsample; CAMIA: less its population)."""
+    return " / ".join(f"{sum(o[k] for o in r['organisms']):,}"
+                      for k in ("n_members", "n_calibration", "n_test"))
+
+
 def rate_table(res: dict[str, Any], group: str, alpha: float) -> list[str]:
     rows = [r for r in res["rows"] if r["dose"] == group and r["alpha"] == alpha]
     if not rows:
@@ -78,16 +85,18 @@ def rate_table(res: dict[str, Any], group: str, alpha: float) -> list[str]:
     names = [o["organism"] for o in rows[0]["organisms"]]
     verdict = {v["access"]: v for v in res["verdicts"]
                if v["dose"] == group and v["alpha"] == alpha}
-    lines = [f"| access | method | {' | '.join(f'TPR `{n}`' for n in names)} | pooled TPR "
+    lines = [f"| access | method | scored: members / calibration / test non-members | "
+             f"{' | '.join(f'TPR `{n}`' for n in names)} | pooled TPR "
              "[95%] | spread | FPR read [95%] | above chance (Holm p) | standing |",
-             "|---|---|" + "---:|" * len(names) + "---:|---:|---:|---:|---|"]
+             "|---|---|---:|" + "---:|" * len(names) + "---:|---:|---:|---:|---|"]
     order = sorted(rows, key=lambda r: (r["access"] == BLIND_ACCESS, r["access"],
                                         -r.get("tpr", -1)))
     for r in order:
         each = " | ".join(_pct(o.get("tpr")) for o in r["organisms"])
         spread = ("-" if "tpr" not in r else
                   f"{_pct(r['tpr_min'])}-{_pct(r['tpr_max'])}")
-        lines.append(f"| {r['access']} | `{r['method']}` | {each} | {_pct(r.get('tpr'))}"
+        lines.append(f"| {r['access']} | `{r['method']}` | {_scored(r)} | {each} | "
+                     f"{_pct(r.get('tpr'))}"
                      f"{_ci(r.get('tpr_ci'))} | {spread} | {_pct(r.get('fpr'))}"
                      f"{_ci(r.get('fpr_ci'))} | {_p(r.get('p_above_chance_holm'))} | "
                      f"{_standing(r, verdict.get(r['access']))} |")
