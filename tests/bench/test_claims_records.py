@@ -186,3 +186,28 @@ def test_each_rows_scored_counts_are_the_records(res: dict[str, Any]) -> None:
                        int((ok & (dose == 0) & ~cal_half).sum())]
         want = " / ".join(f"{c:,}" for c in counts)
         assert any(f" | `{method}` | {want} | " in line for line in lines), (method, want)
+
+
+def test_the_leaderboards_samia_sentences_are_the_records(res: dict[str, Any]) -> None:
+    """The prose on SaMIA quotes its kept records: the non-members it scored in each half of
+    each test organism (counted here), its pooled rate, FPR read and above-chance p at 1%
+    and its level's verdict (from the analysis)."""
+    doc = " ".join((ROOT / "docs" / "leaderboard.md").read_text(encoding="utf-8").split())
+    for name in ("claims-s0", "claims-s1", "claims-s2"):
+        v, dose, cal_half = columns(records(name), "samia")
+        scored = (dose == 0) & ~np.isnan(v)
+        assert (int((scored & cal_half).sum()), int((scored & ~cal_half).sum()),
+                int(((dose > 0) & ~np.isnan(v)).sum())) == (520, 500, 200)
+    assert "200 members and 1,020 non-members on each test organism, 520 in the calibration " \
+        "half and 500 in the test half" in doc
+    every = next(r for r in res["rows"] if r["method"] == "samia" and r["alpha"] == 0.01
+                 and r["dose"] == "all")
+    lo, hi = (100 * x for x in every["tpr_ci"])
+    flo, fhi = (100 * x for x in every["fpr_ci"])
+    assert (f"SaMIA flags {100 * every['tpr']:.1f}% [{lo:.1f}, {hi:.1f}] of every member "
+            f"pooled against an FPR read of {100 * every['fpr']:.1f}% [{flo:.1f}, {fhi:.1f}]"
+            ) in doc
+    assert f"(Holm p {every['p_above_chance_holm']:.3f})" in doc
+    verdict = next(v for v in res["verdicts"] if v["alpha"] == 0.01 and v["dose"] == "all"
+                   and v["access"] == "black-box text")
+    assert verdict["best"] == "samia" and verdict["winner"] is None and verdict["methods"] == 1
