@@ -337,14 +337,14 @@ def subsample_nonmembers(cfg: ClaimsConfig, name: str) -> int:
     of the non-members the units score. CAMIA scores none of the 30% it calibrates on
     (:func:`recitation.detect.camia.population_ids`), so with a CAMIA unit the subsample
     goes on until the other 70% give each half its share."""
-    from recitation.bench.groundtruth import subsample_order
+    from recitation.bench.groundtruth import base_unit, subsample_order
     from recitation.organism.data import load_split
     from recitation.organism.paths import SPLIT, organism_dir
 
     passages = load_split(organism_dir(name) / SPLIT)
     cal = calibration_half((p.id for p in passages if not p.member), cfg.seed)
     order = subsample_order(passages, 0, cfg.seed)
-    if not any(u.split("@")[0] == "camia" for u in cfg.generating):
+    if "camia" not in {base_unit(u) for u in cfg.generating}:
         return balanced_count(order, cal, cfg.sub_nonmembers)
     from recitation.detect.camia import population_ids
 
