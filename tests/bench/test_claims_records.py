@@ -211,3 +211,22 @@ def test_the_leaderboards_samia_sentences_are_the_records(res: dict[str, Any]) -
     verdict = next(v for v in res["verdicts"] if v["alpha"] == 0.01 and v["dose"] == "all"
                    and v["access"] == "black-box text")
     assert verdict["best"] == "samia" and verdict["winner"] is None and verdict["methods"] == 1
+
+
+def test_the_published_samia_cost_is_its_record() -> None:
+    """The leaderboard's sentence on what SaMIA's published setting generates quotes
+    ``benchmarks/samia_published_cost.json``: every continuation ran to the cap its request
+    set (1,024 tokens less the prompt's estimate: never ended early), the range of new
+    tokens and the rate over the wall time."""
+    rec = json.loads((ROOT / "benchmarks" / "samia_published_cost.json").read_text("utf-8"))
+    new, cap = rec["new_tokens"], rec["cap"]
+    assert len(new) == len(cap) == rec["continuations"] == 10 * len(rec["texts"])
+    assert new == cap and rec["finish"] == {"length": len(new)}
+    assert all(c <= 1024 for c in cap)
+    assert math.isclose(rec["tokens_per_second"], sum(new) / rec["wall_seconds"], rel_tol=1e-3)
+    doc = " ".join((ROOT / "docs" / "leaderboard.md").read_text(encoding="utf-8").split())
+    n = len(new)
+    assert (f"{n} of {n} sampled continuations of {len(rec['texts'])} `claims-dev` texts "
+            f"({len(rec['texts']) // 2} members, {len(rec['texts']) // 2} non-members) ran to "
+            f"their cap, {min(new)}-{max(new)} new tokens") in doc
+    assert f"{rec['tokens_per_second']} tokens a second on one thread" in doc
