@@ -6,7 +6,7 @@ cap, and the generation rate.
     .venv/bin/python benchmarks/samia_published_cost.py [--texts 4] [--threads N]
 
 Reads the development organism's checkpoint (``recitation organism build`` for the claims
-benchmark: ``~/.cache/recitation/models/organisms/claims-dev``) and its subsample's texts as
+benchmark: ``organism:claims-dev:epoch1``) and its subsample's texts as
 ``recitation bench claims`` wrote them (``--data``, default ``bench/claims/claims-dev/data``);
 builds each text's requests with the detector itself (``SamiaDetector.requests``, the
 published setting's parameters) and decodes them together, as the benchmark unit does.
@@ -27,7 +27,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "benchmarks" / "samia_published_cost.json"
-ORGANISM = Path.home() / ".cache" / "recitation" / "models" / "organisms" / "claims-dev"
+CHECKPOINT = "organism:claims-dev:epoch1"  # the development organism's fine-tuned weights
 
 
 def first(path: Path, n: int) -> list[dict[str, Any]]:
@@ -49,7 +49,7 @@ def measure(data: Path, texts: int, threads: int | None, beside: str) -> dict[st
     det = SamiaDetector()
     reqs = [r for row, label in rows for r in det.requests(
         ctx, Sample(id=row["id"], text=row["text"], label=label, source="claims-dev"))]
-    model = LocalModel(str(ORGANISM / "epoch1"), dtype="bfloat16", threads=threads)
+    model = LocalModel(CHECKPOINT, dtype="bfloat16", threads=threads)
     model.load()
     t0 = time.perf_counter()
     out = model.generate_sync(reqs)

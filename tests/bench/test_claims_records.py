@@ -229,4 +229,5 @@ def test_the_published_samia_cost_is_its_record() -> None:
     assert (f"{n} of {n} sampled continuations of {len(rec['texts'])} `claims-dev` texts "
             f"({len(rec['texts']) // 2} members, {len(rec['texts']) // 2} non-members) ran to "
             f"their cap, {min(new)}-{max(new)} new tokens") in doc
+    assert rec["threads"] == 1
     assert f"{rec['tokens_per_second']} tokens a second on one thread" in doc
