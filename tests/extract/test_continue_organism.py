@@ -120,8 +120,13 @@ def test_audit_whole_book_through_the_local_and_the_openai_backend(
               "--no-pearl", "--yes", "--runs-dir", str(tmp_path / "runs")]
     shares = []
     with start_server(LocalModel(spec)) as server:
-        for model in (spec, f"openai:{spec}@{server.url}"):
-            assert main(["audit", "--model", model, *common]) == 0
+        for model, extra in ((spec, []), (f"openai:{spec}@{server.url}",
+                                          # the server answers one request at a time, so
+                                          # the audit's 8 concurrent ones queue: under load
+                                          # the default (60 s + 1 s per 20 tokens) ran out
+                                          # (CI 2026-11-29, 70.4 s); not a timing test
+                                          ["--timeout", "1800"])):
+            assert main(["audit", "--model", model, *common, *extra]) == 0
             out = capsys.readouterr().out
             line = next(x for x in out.splitlines() if "whole book (continue)" in x)
             shares.append(float(line.split("%")[0].rsplit(" ", 1)[-1]))
