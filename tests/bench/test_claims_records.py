@@ -231,3 +231,30 @@ def test_the_published_samia_cost_is_its_record() -> None:
             f"their cap, {min(new)}-{max(new)} new tokens") in doc
     assert rec["threads"] == 1
     assert f"{rec['tokens_per_second']} tokens a second on one thread" in doc
+
+
+def test_the_leaderboards_neighbourhood_sentences_are_the_records(res: dict[str, Any]
+                                                                 ) -> None:
+    """The prose on the neighbourhood attack quotes its kept records: the texts it scored in
+    each half of each test organism (counted here), each organism's unit cost (calls,
+    seconds), its pooled rate, FPR read and above-chance p at 1%, its level's verdict and
+    the pairs compared (from the analysis)."""
+    doc = " ".join((ROOT / "docs" / "leaderboard.md").read_text(encoding="utf-8").split())
+    for name in ("claims-s0", "claims-s1", "claims-s2"):
+        v, dose, cal_half = columns(records(name), "neighbourhood")
+        scored = (dose == 0) & ~np.isnan(v)
+        assert (int((scored & cal_half).sum()), int((scored & ~cal_half).sum()),
+                int(((dose > 0) & ~np.isnan(v)).sum())) == (520, 500, 200)
+    costs = [c for name in ("claims-dev", "claims-s0", "claims-s1", "claims-s2")
+             for c in records(name)["costs"] if c["unit"] == "neighbourhood"]
+    assert len(costs) == 4
+    seconds = sorted(round(c["wall_seconds"]) for c in costs)
+    assert f"{seconds[0]:,}-{seconds[-1]:,} s per organism" in doc
+    every = next(r for r in res["rows"] if r["method"] == "neighbourhood"
+                 and r["alpha"] == 0.01 and r["dose"] == "all")
+    lo, hi = (100 * x for x in every["tpr_ci"])
+    assert (f"the neighbourhood attack flags {100 * every['tpr']:.1f}% [{lo:.1f}, {hi:.1f}] of "
+            f"every member pooled against an FPR read of {100 * every['fpr']:.1f}%") in doc
+    p = every["p_above_chance_holm"]
+    assert ("(Holm p < 0.001)" if p < 0.001 else f"(Holm p {p:.3f})") in doc
+    assert f"the Holm family to {len(res['pairs'])} pairs" in doc
