@@ -48,6 +48,14 @@ def columns(doc: dict[str, Any], method: str) -> tuple[np.ndarray, np.ndarray, n
             np.array([p["calibration"] for p in doc["passages"]]))
 
 
+def scored_counts(doc: dict[str, Any], method: str) -> tuple[int, int, int]:
+    """The calibration and test non-members and the members a method scored."""
+    v, dose, cal_half = columns(doc, method)
+    scored = (dose == 0) & ~np.isnan(v)
+    return (int((scored & cal_half).sum()), int((scored & ~cal_half).sum()),
+            int(((dose > 0) & ~np.isnan(v)).sum()))
+
+
 def member_flags(doc: dict[str, Any], method: str, alpha: float) -> tuple[np.ndarray, int]:
     """Every member's flag under the conformal p-value rule (unscored: not flagged), and the
     test non-members flagged."""
@@ -194,10 +202,7 @@ def test_the_leaderboards_samia_sentences_are_the_records(res: dict[str, Any]) -
     and its level's verdict (from the analysis)."""
     doc = " ".join((ROOT / "docs" / "leaderboard.md").read_text(encoding="utf-8").split())
     for name in ("claims-s0", "claims-s1", "claims-s2"):
-        v, dose, cal_half = columns(records(name), "samia")
-        scored = (dose == 0) & ~np.isnan(v)
-        assert (int((scored & cal_half).sum()), int((scored & ~cal_half).sum()),
-                int(((dose > 0) & ~np.isnan(v)).sum())) == (520, 500, 200)
+        assert scored_counts(records(name), "samia") == (520, 500, 200), name
     assert "200 members and 1,020 non-members on each test organism, 520 in the calibration " \
         "half and 500 in the test half" in doc
     every = next(r for r in res["rows"] if r["method"] == "samia" and r["alpha"] == 0.01
@@ -236,15 +241,12 @@ def test_the_published_samia_cost_is_its_record() -> None:
 def test_the_leaderboards_neighbourhood_sentences_are_the_records(res: dict[str, Any]
                                                                  ) -> None:
     """The prose on the neighbourhood attack quotes its kept records: the texts it scored in
-    each half of each test organism (counted here), each organism's unit cost (calls,
-    seconds), its pooled rate, FPR read and above-chance p at 1%, its level's verdict and
-    the pairs compared (from the analysis)."""
+    each half of each test organism (counted here), each organism's wall time, its pooled
+    rate, FPR read and above-chance p at 1%, its level's verdict with the McNemar counts
+    against the best method, and the pairs compared (from the analysis)."""
     doc = " ".join((ROOT / "docs" / "leaderboard.md").read_text(encoding="utf-8").split())
     for name in ("claims-s0", "claims-s1", "claims-s2"):
-        v, dose, cal_half = columns(records(name), "neighbourhood")
-        scored = (dose == 0) & ~np.isnan(v)
-        assert (int((scored & cal_half).sum()), int((scored & ~cal_half).sum()),
-                int(((dose > 0) & ~np.isnan(v)).sum())) == (520, 500, 200)
+        assert scored_counts(records(name), "neighbourhood") == (520, 500, 200), name
     costs = [c for name in ("claims-dev", "claims-s0", "claims-s1", "claims-s2")
              for c in records(name)["costs"] if c["unit"] == "neighbourhood"]
     assert len(costs) == 4
@@ -258,3 +260,13 @@ def test_the_leaderboards_neighbourhood_sentences_are_the_records(res: dict[str,
     p = every["p_above_chance_holm"]
     assert ("(Holm p < 0.001)" if p < 0.001 else f"(Holm p {p:.3f})") in doc
     assert f"the Holm family to {len(res['pairs'])} pairs" in doc
+    verdict = next(v for v in res["verdicts"] if v["alpha"] == 0.01 and v["dose"] == "all"
+                   and v["access"] == "log-probabilities")
+    assert verdict["winner"] is None and "neighbourhood" in verdict["tied"]
+    pair = next(p for p in res["pairs"] if p["alpha"] == 0.01 and p["dose"] == "all"
+                and {p["a"], p["b"]} == {verdict["best"], "neighbourhood"})
+    best, nb = ((pair["only_a"], pair["only_b"]) if pair["a"] == verdict["best"]
+                else (pair["only_b"], pair["only_a"]))
+    assert (f"(`{verdict['best']}`, {100 * verdict['tpr']:.1f}%; McNemar {best} members flagged "
+            f"by `{verdict['best']}` alone against {nb} by the neighbourhood attack alone, Holm "
+            f"p {pair['p_holm']:.3f})") in doc
