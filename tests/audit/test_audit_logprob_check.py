@@ -23,7 +23,8 @@ def _audit(url: str, runs: Path, *extra: str) -> Path:
     assert main(["audit", "--text", "kjv:famous-long", "--model", f"openai:smollm2@{url}",
                  "--passages", "2", "--n-controls", "2", "--no-pearl", "--recap-passages",
                  "0", "--bootstrap", "0", "--passage-words", "30", "--max-new-tokens", "16",
-                 "--no-cache", "--runs-dir", str(runs), *extra]) == 0
+                 "--no-cache", "--runs-dir", str(runs), "--timeout", "900",  # not under test
+                 *extra]) == 0
     return next(runs.iterdir())
 
 

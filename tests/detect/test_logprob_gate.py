@@ -90,7 +90,8 @@ def _detect(url: str, runs: Path, *extra: str) -> tuple[int, RunStore]:
                  "--controls", "builtin:kjv-devotional", "--limit", "2", "--detectors",
                  "whitebox", "pearl", "--perturbations", "bitflip", "--max-intensity", "1",
                  "--outputs", "1", "--max-new-tokens", "8", "--bootstrap", "0", "--no-cache",
-                 "--runs-dir", str(runs), *extra])
+                 "--runs-dir", str(runs),
+                 "--timeout", "900", *extra])  # slowness is not under test
     return code, RunStore(next(runs.iterdir()))
 
 

@@ -180,7 +180,7 @@ def test_an_audit_of_the_organism_scores_as_the_local_backend_does(
             "--max-new-tokens", "16", "--recap-passages", "0", "--no-pearl",
             "--null-model", "none"]
     remote = _run(tmp_path / "vllm", shared_data, "audit", *args, "--model",
-                  servers["organism"].spec, "--tokenizer",
+                  servers["organism"].spec, "--timeout", "900", "--tokenizer",
                   str(LocalModel(ORGANISM).transformers_dir()))
     assert remote.returncode == 0, remote.stdout + remote.stderr
     local = _run(tmp_path / "local", shared_data, "audit", *args, "--model", ORGANISM)
