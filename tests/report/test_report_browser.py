@@ -43,6 +43,9 @@ def browser(require: Any) -> Iterator[Any]:
 def _open(browser: Any, path: Path) -> tuple[Any, list[str]]:
     errors: list[str] = []
     page = browser.new_page()
+    # Playwright's 30 s default ran out loading a report on a 2-core machine under load (a
+    # fresh-clone run beside a benchmark, 2026-11-29): what renders is under test, not how fast
+    page.set_default_timeout(300_000)
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("request", lambda r: errors.append(f"network: {r.url}")

@@ -23,7 +23,10 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.model]
+pytestmark = [pytest.mark.slow, pytest.mark.model,
+              # three cluster runs in one test took 894 s beside a benchmark on 2 cores
+              # (2026-11-29) and hit the 900 s default: not a timing test
+              pytest.mark.timeout(2700)]
 
 ray = pytest.importorskip("ray")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -80,7 +83,7 @@ def _head(*resources: str) -> Iterator[tuple[str, Path]]:
     subprocess.run([str(ray_bin), "start", "--head", "--node-ip-address=127.0.0.1",
                     f"--port={port}", f"--temp-dir={temp}", *resources,
                     "--include-dashboard=false", "--disable-usage-stats"],
-                   env=env, check=True, capture_output=True, timeout=120)
+                   env=env, check=True, capture_output=True, timeout=300)
     try:
         yield f"127.0.0.1:{port}", temp
     finally:
@@ -115,7 +118,7 @@ def _run_signals(store: Path, texts: Path, *extra: str) -> subprocess.CompletedP
     env = dict(os.environ, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
     return subprocess.run([sys.executable, "-m", "recitation.cli", "signals", str(texts),
                            "--model", "smollm2", "--store", str(store), "--shard", "4",
-                           *extra], env=env, capture_output=True, text=True, timeout=600)
+                           *extra], env=env, capture_output=True, text=True, timeout=1200)
 
 
 def _signals(store: Path, texts: Path, *extra: str) -> str:
@@ -182,7 +185,7 @@ def _detect(tmp_path: Path, name: str, *extra: str) -> tuple[str, list[dict[str,
                         "--members", str(tmp_path / "m.jsonl"), "--controls",
                         str(tmp_path / "c.jsonl"), "--detectors", "whitebox", "--no-cache",
                         "--runs-dir", str(runs), *extra],
-                       env=env, capture_output=True, text=True, timeout=600)
+                       env=env, capture_output=True, text=True, timeout=1200)
     assert p.returncode == 0, p.stdout + p.stderr
     (run_dir,) = [d for d in runs.iterdir() if d.is_dir()]
     with RunStore(run_dir) as store:
