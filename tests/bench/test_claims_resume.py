@@ -147,3 +147,46 @@ def test_a_unit_that_scored_nothing_is_refused_and_runs_again(tmp_path: Path) ->
                        r"items.*integrity check"):
         refuse_unscored([partly, failed], tmp_path / "claims-s2")
     assert not saved.exists()
+
+
+def test_the_development_signs_travel_with_the_kept_records(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """camia@published on another machine: the development organism's records and its
+    per-key signs come back from --keep, so a test organism's unit reads the signs without
+    the development organism (not built there: its split is never read, no model loads)."""
+    from recitation.bench import claims_camia
+    from recitation.detect.camia_signals import KEYS
+
+    signs = {k: (1 if i % 2 else -1) for i, k in enumerate(KEYS)}
+    cfg = CFG.model_copy(update={"seeds": (0,), "units": (),
+                                 "generating": ("camia", "camia@published")})
+    dev = organism_name(cfg, 3, True)
+    seen: list[dict[str, int]] = []
+
+    def run(cfg, seed, dev_, out, todo, progress):  # noqa: ANN001, ANN202 (scripted)
+        if not dev_:  # as _run_units: a test organism's unit gets the development signs
+            seen.append(claims_run.camia_signs(cfg, out)["camia_signs"])
+        else:  # the development organism's signs, written where development_signs writes
+            (out / dev).mkdir(parents=True, exist_ok=True)
+            (out / dev / claims_camia.SIGNS).write_text(json.dumps({"signs": signs}))
+        full = synthetic(seed, dev_, nonmembers=400)
+        return OrganismScores(organism_name(cfg, seed, dev_), seed, dev_, full.passages,
+                              {f"{u}-score": full.scores["ezmia"] for u in todo}, [],
+                              {u: {"weights": {"1": "w1"}, "dtype": cfg.dtype} for u in todo})
+
+    monkeypatch.setattr(claims_run, "_run_units", run)
+    keep = tmp_path / "kept"
+    measure_organism(cfg, 3, True, tmp_path / "m1", keep=keep)
+    assert json.loads((keep / f"{dev}-{claims_camia.SIGNS}").read_text())["signs"] == signs
+
+    def no_split(path: Path) -> None:
+        raise AssertionError(f"the development organism's split was read: {path}")
+
+    monkeypatch.setattr("recitation.organism.data.load_split", no_split)
+    monkeypatch.setattr("recitation.models.local.LocalModel", None)
+    measure_all(cfg, tmp_path / "m2", keep=keep)  # another machine: a fresh folder
+    assert seen == [signs]
+    assert (tmp_path / "m2" / dev / claims_camia.SIGNS).exists()
+    (keep / f"{dev}-{claims_camia.SIGNS}").write_text('{"signs": {"nope": 3}}')
+    with pytest.raises(ConfigError, match="remove the file to measure them again"):
+        claims_run.measure_all(cfg, tmp_path / "m3", keep=keep)

@@ -9,15 +9,25 @@ here the same rule reads the development organism's members and non-members only
 subsample when the benchmark subsamples CAMIA), so no test label reaches a score. Their
 texts are 200-1,000 tokens long: run it on organisms of long passages
 (``--preset lowfpr-long``: 256-token passages); on 64-token passages it is not their setting.
+
+The signs are kept beside the records (``--keep``: ``<development organism>-camia-signs.json``)
+and given back to a fresh output folder, so the test organisms of a run resumed on another
+machine read them without the development organism (its weights stay on the machine that
+built it).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from recitation.errors import ConfigError
+
+if TYPE_CHECKING:
+    from recitation.bench.claims_run import ClaimsConfig, Progress
 
 SIGNS = "camia-signs.json"
 
@@ -31,7 +41,7 @@ def development_signs(organism: str, epoch: int, texts: list[tuple[str, bool]], 
     from recitation.models.local import LocalModel
 
     if path.exists():
-        return check_signs(json.loads(path.read_text(encoding="utf-8"))["signs"])
+        return check_kept(path)
     model = LocalModel(f"organism:{organism}:epoch{epoch}", dtype=dtype)
     signals, members = asyncio.run(labelled_signals(model, texts))
     if sum(members) < 2 or len(members) - sum(members) < 2:
@@ -45,3 +55,64 @@ def development_signs(organism: str, epoch: int, texts: list[tuple[str, bool]], 
                     + "\n", encoding="utf-8")
     return signs
 
+
+
+def published_signs(cfg: ClaimsConfig, out: Path) -> dict[str, int]:
+    """The signs the test organisms' ``camia@published`` uses: those written (or restored,
+    :func:`restore_signs`) at ``OUT/<development organism>/``:data:`SIGNS`, else measured on
+    the development organism's subsample (:func:`development_signs`; the organism built)."""
+    from recitation.bench.claims_run import organism_name, subsample_nonmembers
+    from recitation.bench.groundtruth import subsample
+    from recitation.organism.data import load_split
+    from recitation.organism.paths import SPLIT, organism_dir
+
+    name = organism_name(cfg, cfg.dev_seed, True)
+    path = out / name / SIGNS
+    if path.exists():
+        return check_kept(path)
+    passages = subsample(load_split(organism_dir(name) / SPLIT), cfg.sub_members,
+                         subsample_nonmembers(cfg, name), cfg.seed)
+    return development_signs(name, 1, [(p.text, p.member) for p in passages], path, cfg.dtype)
+
+
+def check_kept(path: Path) -> dict[str, int]:
+    """The signs at ``path``, checked (one of +1 / -1 per key of the authors' 25)."""
+    from recitation.detect.camia import check_signs
+
+    try:
+        return check_signs(json.loads(path.read_text(encoding="utf-8"))["signs"])
+    except (OSError, ValueError, KeyError, TypeError, ConfigError) as exc:
+        raise ConfigError(f"camia@published: the signs at {path} cannot be read ({exc}); "
+                          "remove the file to measure them again on the development "
+                          "organism") from exc
+
+
+def kept_name(cfg: ClaimsConfig) -> str:
+    from recitation.bench.claims_run import organism_name
+
+    return f"{organism_name(cfg, cfg.dev_seed, True)}-{SIGNS}"
+
+
+def keep_signs(cfg: ClaimsConfig, out: Path, keep: Path) -> None:
+    """A copy of the development organism's signs in ``keep`` once they are measured."""
+    from recitation.bench.claims_run import organism_name
+
+    src = out / organism_name(cfg, cfg.dev_seed, True) / SIGNS
+    if src.exists():
+        keep.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, keep / kept_name(cfg))
+
+
+def restore_signs(cfg: ClaimsConfig, out: Path, keep: Path, progress: Progress | None) -> None:
+    """The kept signs given back to a fresh ``out`` (kept there already: left as they are)."""
+    from recitation.bench.claims_run import organism_name
+
+    src = keep / kept_name(cfg)
+    dst = out / organism_name(cfg, cfg.dev_seed, True) / SIGNS
+    if not src.exists() or dst.exists():
+        return
+    check_kept(src)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dst)
+    if progress:
+        progress(f"camia@published: the development signs restored from {src}")

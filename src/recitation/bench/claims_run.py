@@ -213,7 +213,10 @@ def measure_organism(cfg: ClaimsConfig, seed: int, dev: bool, out: Path, *,
     res = merged(before, _run_units(cfg, seed, dev, out, todo, progress), cfg.dtype)
     save_scores(path, res)
     if keep is not None:
+        from recitation.bench.claims_camia import keep_signs
+
         keep_records(path, keep / f"{name}{KEPT_SUFFIX}")
+        keep_signs(cfg, out, keep)
     return res
 
 
@@ -312,21 +315,13 @@ PUBLISHED_CAMIA = "camia@published"
 
 def camia_signs(cfg: ClaimsConfig, out: Path) -> dict[str, Any]:
     """``{"camia_signs": ...}`` when ``camia@published`` is among the generating units: the
-    per-key signs measured on the development organism's subsample
-    (:mod:`recitation.bench.claims_camia`), else nothing."""
+    per-key signs fixed on the development organism
+    (:func:`recitation.bench.claims_camia.published_signs`), else nothing."""
     if PUBLISHED_CAMIA not in cfg.generating:
         return {}
-    from recitation.bench.claims_camia import SIGNS, development_signs
-    from recitation.bench.groundtruth import subsample
-    from recitation.organism.data import load_split
-    from recitation.organism.paths import SPLIT, organism_dir
+    from recitation.bench.claims_camia import published_signs
 
-    name = organism_name(cfg, cfg.dev_seed, True)
-    passages = subsample(load_split(organism_dir(name) / SPLIT), cfg.sub_members,
-                         subsample_nonmembers(cfg, name), cfg.seed)
-    signs = development_signs(name, 1, [(p.text, p.member) for p in passages],
-                              out / name / SIGNS, cfg.dtype)
-    return {"camia_signs": signs}
+    return {"camia_signs": published_signs(cfg, out)}
 
 
 def subsample_nonmembers(cfg: ClaimsConfig, name: str) -> int:
@@ -428,7 +423,10 @@ def measure_all(cfg: ClaimsConfig, out: Path, *, progress: Progress | None = Non
     repository, say) that keeps a compressed copy of every organism's records as they are
     written and gives them back to a fresh ``out``, so a run resumes on another machine."""
     if keep is not None:
+        from recitation.bench.claims_camia import restore_signs
+
         restore_kept(cfg, out, keep, progress)
+        restore_signs(cfg, out, keep, progress)
     first = tuple(u for u in cfg.units if u not in LATE_UNITS)
     found = []
     for seed, dev in organisms(cfg):
