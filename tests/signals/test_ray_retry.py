@@ -41,9 +41,28 @@ def test_only_the_shards_not_written_run_again_after_an_actor_died(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     fake = Pipeline(deaths=2)
     monkeypatch.setattr(on_ray, "_pipeline", fake)
+    pauses: list[float] = []
     where = on_ray._run(None, plan_devices("smollm2", 0), tmp_path, [["a"], ["b"], ["c"]], 2,
-                        None)
+                        None, rejoin=pauses.append)
     assert fake.runs == [[0, 1, 2], [1, 2], [2]] and sum(where.values()) == 3
+    # each further run after leaving the cluster, a pause and a new connection
+    assert pauses == list(on_ray.PAUSES[:2]) and pauses == sorted(pauses) and pauses[0] > 0
+
+
+def test_rejoining_leaves_the_cluster_waits_and_joins_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[object] = []
+
+    class Ray:
+        def shutdown(self) -> None:
+            calls.append("shutdown")
+
+        def init(self, **kwargs: Any) -> None:
+            calls.append(("init", kwargs.get("address")))
+
+    monkeypatch.setattr(on_ray.time, "sleep", lambda s: calls.append(("sleep", s)))
+    on_ray._rejoin(Ray(), "127.0.0.1:6379", 30.0)
+    assert calls == ["shutdown", ("sleep", 30.0), ("init", "127.0.0.1:6379")]
 
 
 def test_a_run_whose_actors_keep_dying_fails_after_its_attempts(
@@ -51,8 +70,8 @@ def test_a_run_whose_actors_keep_dying_fails_after_its_attempts(
     fake = Pipeline(deaths=on_ray.ATTEMPTS)
     monkeypatch.setattr(on_ray, "_pipeline", fake)
     with pytest.raises(exceptions.ActorDiedError):
-        on_ray._run(None, plan_devices("smollm2", 0), tmp_path, [["a"], ["b"], ["c"], ["d"]],
-                    2, None)
+        on_ray._run(None, plan_devices("smollm2", 0), tmp_path,
+                    [[t] for t in "abcdef"], 2, None)
     assert len(fake.runs) == on_ray.ATTEMPTS
 
 

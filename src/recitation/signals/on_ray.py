@@ -13,7 +13,10 @@ declares GPUs), one CPU otherwise: :mod:`recitation.signals.ray_devices`. An act
 while it starts is replaced (:data:`INIT_DEATHS` in a row at most), and a pipeline an
 actor's death failed is run again on the shards not yet written (:data:`ATTEMPTS`): on a
 loaded machine an actor can die before its constructor ran ("cancelled before it started
-running"), and Ray Data's default failed the whole run on the first such death.
+running"), and Ray Data's default failed the whole run on the first such death. Before each
+further run the driver leaves the cluster, waits (:data:`PAUSES`) and joins it again: in a
+suite beside other work, every actor of three back-to-back runs (one second in all) died so,
+each within 0.1 s of its start, while Ray Data saw 0 of the cluster's CPUs as its own.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -41,7 +45,7 @@ from recitation.signals.store import SignalStore
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ATTEMPTS", "INIT_DEATHS", "LOCAL", "score_on_ray"]
+__all__ = ["ATTEMPTS", "INIT_DEATHS", "LOCAL", "PAUSES", "score_on_ray"]
 
 LOCAL = "local"
 """``--ray`` without an address: a Ray cluster of this process's own, on 127.0.0.1."""
@@ -50,7 +54,11 @@ INIT_DEATHS = 3
 """Actors that may die in a row while starting before Ray Data fails the pipeline (each is
 replaced by a new one); Ray's default, 0, failed a run on the first."""
 
-ATTEMPTS = 3
+PAUSES = (10.0, 30.0, 90.0)
+"""Seconds the driver waits, out of the cluster, before each further run of a pipeline that an
+actor's death failed (then it joins again: a new connection, a new Ray Data executor)."""
+
+ATTEMPTS = len(PAUSES) + 1
 """Runs of the pipeline, each on the shards not yet written, when an actor's death failed
 the one before."""
 
@@ -142,7 +150,9 @@ def score_on_ray(root: Path, spec: str, texts: list[str], *, address: str = LOCA
         plan = plan_devices(spec, float(ray.cluster_resources().get("GPU", 0)))
         todo = SignalStore(root, plan.device.identity).missing(texts)
         parts = [todo[i : i + shard] for i in range(0, len(todo), shard)]
-        where = _run(ray, plan, Path(root), parts, workers, progress) if parts else Counter()
+        where = (_run(ray, plan, Path(root), parts, workers, progress,
+                      rejoin=lambda pause: _rejoin(ray, address, pause))
+                 if parts else Counter())
     finally:
         ray.shutdown()
     _tell_where(where, plan, spec)
@@ -150,11 +160,20 @@ def score_on_ray(root: Path, spec: str, texts: list[str], *, address: str = LOCA
                     tuple((d, g, n) for (d, g, _), n in sorted(where.items())))
 
 
+def _rejoin(ray: Any, address: str, pause: float) -> None:
+    """Leave the cluster (``LOCAL``: stop it), wait ``pause`` seconds, join it again."""
+    ray.shutdown()
+    time.sleep(pause)
+    _init(ray, address)
+
+
 def _run(ray: Any, plan: RayDevices, root: Path, parts: list[list[str]], workers: int,
-         progress: Callable[[int, int], None] | None) -> Counter[tuple[str, str, str]]:
+         progress: Callable[[int, int], None] | None,
+         rejoin: Callable[[float], None] | None = None) -> Counter[tuple[str, str, str]]:
     """The shards on the actors; the shards each (device, GPUs given, fallback reason)
     scored. A pipeline that fails because an actor died is run again on the shards not
-    yet written (:data:`ATTEMPTS` in all); an error of the setup is raised as it is."""
+    yet written (:data:`ATTEMPTS` in all), each time after ``rejoin(pause)``
+    (:data:`PAUSES`); an error of the setup is raised as it is."""
     total, done = sum(len(p) for p in parts), 0
     where: Counter[tuple[str, str, str]] = Counter()
     written: set[int] = set()
@@ -177,9 +196,13 @@ def _run(ray: Any, plan: RayDevices, root: Path, parts: list[list[str]], workers
         except Exception as e:  # noqa: BLE001 - only an actor's death is retried
             if isinstance(e, ConfigError) or attempt == ATTEMPTS or not _actor_died(e):
                 raise
+            pause = PAUSES[attempt - 1]
             log.warning("Ray: an actor died (%s); running the %d shard(s) not yet written "
-                        "again (attempt %d of %d)", _first_line(e),
-                        len(parts) - len(written), attempt + 1, ATTEMPTS)
+                        "again in %.0f s, on a new connection (attempt %d of %d)",
+                        _first_line(e), len(parts) - len(written), pause, attempt + 1,
+                        ATTEMPTS)
+            if rejoin is not None:
+                rejoin(pause)
     return where  # not reached: the last attempt returns or raises
 
 
