@@ -176,8 +176,12 @@ def test_the_development_signs_travel_with_the_kept_records(
 
     monkeypatch.setattr(claims_run, "_run_units", run)
     keep = tmp_path / "kept"
-    measure_organism(cfg, 3, True, tmp_path / "m1", keep=keep)
+    with monkeypatch.context() as m:  # machine 1 measures the development organism alone
+        m.setattr(claims_run, "organisms", lambda cfg: [(3, True)])
+        with pytest.raises(ConfigError, match="no records of the development organism and"):
+            measure_all(cfg, tmp_path / "m1", keep=keep)  # kept; no test organism to table
     assert json.loads((keep / f"{dev}-{claims_camia.SIGNS}").read_text())["signs"] == signs
+    assert (keep / f"{dev}.json.gz").exists() and seen == []
 
     def no_split(path: Path) -> None:
         raise AssertionError(f"the development organism's split was read: {path}")

@@ -75,6 +75,24 @@ def published_signs(cfg: ClaimsConfig, out: Path) -> dict[str, int]:
     return development_signs(name, 1, [(p.text, p.member) for p in passages], path, cfg.dtype)
 
 
+def settle_signs(cfg: ClaimsConfig, out: Path, keep: Path | None,
+                 progress: Progress | None) -> None:
+    """Once the development organism is measured (``camia@published`` among the units): its
+    signs measured now, where its organism is built (or read back), and kept in ``keep``, so
+    a run resumed elsewhere needs the development organism no more."""
+    from recitation.bench.claims_run import PUBLISHED_CAMIA
+
+    if PUBLISHED_CAMIA not in cfg.generating:
+        return
+    signs = published_signs(cfg, out)
+    if progress:
+        flipped = sorted(k for k, v in signs.items() if v < 0)
+        progress(f"camia@published: the development signs negate {len(flipped)} of "
+                 f"{len(signs)} keys ({', '.join(flipped) or 'none'})")
+    if keep is not None:
+        keep_signs(cfg, out, keep)
+
+
 def check_kept(path: Path) -> dict[str, int]:
     """The signs at ``path``, checked (one of +1 / -1 per key of the authors' 25)."""
     from recitation.detect.camia import check_signs

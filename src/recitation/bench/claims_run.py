@@ -213,10 +213,7 @@ def measure_organism(cfg: ClaimsConfig, seed: int, dev: bool, out: Path, *,
     res = merged(before, _run_units(cfg, seed, dev, out, todo, progress), cfg.dtype)
     save_scores(path, res)
     if keep is not None:
-        from recitation.bench.claims_camia import keep_signs
-
         keep_records(path, keep / f"{name}{KEPT_SUFFIX}")
-        keep_signs(cfg, out, keep)
     return res
 
 
@@ -436,6 +433,10 @@ def measure_all(cfg: ClaimsConfig, out: Path, *, progress: Progress | None = Non
                 res = measure_organism(cfg, seed, dev, out, progress=progress, units=units,
                                        keep=keep)
             found.append(res)
+            if dev:  # camia@published's signs while the development organism is built here
+                from recitation.bench.claims_camia import settle_signs
+
+                settle_signs(cfg, out, keep, progress)
         elif (out / name / RECORDS).exists():
             found.append(load_scores(out / name / RECORDS))
         elif progress:
