@@ -246,3 +246,17 @@ def benchmark(cfg: GroundTruthConfig, out: Path, *, progress: Progress | None = 
     (out / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n",
                                       encoding="utf-8")
     return results
+
+
+def host() -> str:
+    """This machine's processor (``/proc/cpuinfo``'s model name, else ``platform``)."""
+    import os
+    import platform
+
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            model = next((ln.split(":", 1)[1].strip() for ln in fh
+                          if ln.startswith("model name")), "")
+    except OSError:
+        model = ""
+    return f"{model or platform.processor() or platform.machine()}, {os.cpu_count()} cores"

@@ -21,13 +21,10 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from recitation.errors import ConfigError
-
-if TYPE_CHECKING:
-    from recitation.bench.claims_run import ClaimsConfig, Progress
 
 SIGNS = "camia-signs.json"
 
@@ -57,40 +54,23 @@ def development_signs(organism: str, epoch: int, texts: list[tuple[str, bool]], 
 
 
 
-def published_signs(cfg: ClaimsConfig, out: Path) -> dict[str, int]:
+def published_signs(dev: str, out: Path, texts: Callable[[], list[tuple[str, bool]]],
+                    dtype: str) -> dict[str, int]:
     """The signs the test organisms' ``camia@published`` uses: those written (or restored,
-    :func:`restore_signs`) at ``OUT/<development organism>/``:data:`SIGNS`, else measured on
-    the development organism's subsample (:func:`development_signs`; the organism built)."""
-    from recitation.bench.claims_run import organism_name, subsample_nonmembers
-    from recitation.bench.groundtruth import subsample
-    from recitation.organism.data import load_split
-    from recitation.organism.paths import SPLIT, organism_dir
-
-    name = organism_name(cfg, cfg.dev_seed, True)
-    path = out / name / SIGNS
+    :func:`restore_signs`) at ``OUT/<dev>/``:data:`SIGNS`, else measured on ``texts()``
+    ((text, member?) of development organism ``dev``'s subsample: the organism built here)
+    by :func:`development_signs`."""
+    path = out / dev / SIGNS
     if path.exists():
         return check_kept(path)
-    passages = subsample(load_split(organism_dir(name) / SPLIT), cfg.sub_members,
-                         subsample_nonmembers(cfg, name), cfg.seed)
-    return development_signs(name, 1, [(p.text, p.member) for p in passages], path, cfg.dtype)
+    return development_signs(dev, 1, texts(), path, dtype)
 
 
-def settle_signs(cfg: ClaimsConfig, out: Path, keep: Path | None,
-                 progress: Progress | None) -> None:
-    """Once the development organism is measured (``camia@published`` among the units): its
-    signs measured now, where its organism is built (or read back), and kept in ``keep``, so
-    a run resumed elsewhere needs the development organism no more."""
-    from recitation.bench.claims_run import PUBLISHED_CAMIA
-
-    if PUBLISHED_CAMIA not in cfg.generating:
-        return
-    signs = published_signs(cfg, out)
-    if progress:
-        flipped = sorted(k for k, v in signs.items() if v < 0)
-        progress(f"camia@published: the development signs negate {len(flipped)} of "
-                 f"{len(signs)} keys ({', '.join(flipped) or 'none'})")
-    if keep is not None:
-        keep_signs(cfg, out, keep)
+def signs_line(signs: dict[str, int]) -> str:
+    """What a run prints once the signs are fixed: the keys they negate."""
+    flipped = sorted(k for k, v in signs.items() if v < 0)
+    return (f"camia@published: the development signs negate {len(flipped)} of {len(signs)} "
+            f"keys ({', '.join(flipped) or 'none'})")
 
 
 def check_kept(path: Path) -> dict[str, int]:
@@ -105,28 +85,19 @@ def check_kept(path: Path) -> dict[str, int]:
                           "organism") from exc
 
 
-def kept_name(cfg: ClaimsConfig) -> str:
-    from recitation.bench.claims_run import organism_name
-
-    return f"{organism_name(cfg, cfg.dev_seed, True)}-{SIGNS}"
-
-
-def keep_signs(cfg: ClaimsConfig, out: Path, keep: Path) -> None:
-    """A copy of the development organism's signs in ``keep`` once they are measured."""
-    from recitation.bench.claims_run import organism_name
-
-    src = out / organism_name(cfg, cfg.dev_seed, True) / SIGNS
+def keep_signs(dev: str, out: Path, keep: Path) -> None:
+    """A copy of development organism ``dev``'s signs in ``keep`` (``<dev>-``:data:`SIGNS`)
+    once they are measured."""
+    src = out / dev / SIGNS
     if src.exists():
         keep.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, keep / kept_name(cfg))
+        shutil.copyfile(src, keep / f"{dev}-{SIGNS}")
 
 
-def restore_signs(cfg: ClaimsConfig, out: Path, keep: Path, progress: Progress | None) -> None:
+def restore_signs(dev: str, out: Path, keep: Path, progress: Callable[[str], None] | None
+                  ) -> None:
     """The kept signs given back to a fresh ``out`` (kept there already: left as they are)."""
-    from recitation.bench.claims_run import organism_name
-
-    src = keep / kept_name(cfg)
-    dst = out / organism_name(cfg, cfg.dev_seed, True) / SIGNS
+    src, dst = keep / f"{dev}-{SIGNS}", out / dev / SIGNS
     if not src.exists() or dst.exists():
         return
     check_kept(src)

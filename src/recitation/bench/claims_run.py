@@ -221,7 +221,7 @@ def _run_units(cfg: ClaimsConfig, seed: int, dev: bool, out: Path, todo: tuple[s
                progress: Progress | None) -> OrganismScores:
     """Build (or reuse) the organism and run units ``todo`` on it: their scores, the blind
     baselines, what each cost and which weights each unit scored."""
-    from recitation.bench.analysis import cost_row, detector_scores
+    from recitation.bench.analysis import cost_row, detector_scores, host
     from recitation.bench.groundtruth import LOWFPR, run_units
     from recitation.organism.build import build_organism
 
@@ -292,33 +292,45 @@ def merged(before: OrganismScores | None, new: OrganismScores, dtype: str) -> Or
                           before.units | new.units)
 
 
-def host() -> str:
-    """This machine's processor (``/proc/cpuinfo``'s model name, else ``platform``)."""
-    import os
-    import platform
-
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            model = next((ln.split(":", 1)[1].strip() for ln in fh
-                          if ln.startswith("model name")), "")
-    except OSError:
-        model = ""
-    return f"{model or platform.processor() or platform.machine()}, {os.cpu_count()} cores"
-
-
 PUBLISHED_CAMIA = "camia@published"
 """Not run on the development organism: its labels fix the signs the test organisms use."""
 
 
 def camia_signs(cfg: ClaimsConfig, out: Path) -> dict[str, Any]:
     """``{"camia_signs": ...}`` when ``camia@published`` is among the generating units: the
-    per-key signs fixed on the development organism
+    per-key signs fixed on the development organism's subsample
     (:func:`recitation.bench.claims_camia.published_signs`), else nothing."""
     if PUBLISHED_CAMIA not in cfg.generating:
         return {}
     from recitation.bench.claims_camia import published_signs
+    from recitation.bench.groundtruth import subsample
+    from recitation.organism.data import load_split
+    from recitation.organism.paths import SPLIT, organism_dir
 
-    return {"camia_signs": published_signs(cfg, out)}
+    name = organism_name(cfg, cfg.dev_seed, True)
+
+    def texts() -> list[tuple[str, bool]]:
+        return [(p.text, p.member) for p in subsample(
+            load_split(organism_dir(name) / SPLIT), cfg.sub_members,
+            subsample_nonmembers(cfg, name), cfg.seed)]
+
+    return {"camia_signs": published_signs(name, out, texts, cfg.dtype)}
+
+
+def settle_signs(cfg: ClaimsConfig, out: Path, keep: Path | None,
+                 progress: Progress | None) -> None:
+    """Once the development organism is measured: ``camia@published``'s signs measured now,
+    where its organism is built (or read back), and kept in ``keep``, so a run resumed
+    elsewhere needs the development organism no more."""
+    from recitation.bench.claims_camia import keep_signs, signs_line
+
+    signs = camia_signs(cfg, out)
+    if not signs:
+        return
+    if progress:
+        progress(signs_line(signs["camia_signs"]))
+    if keep is not None:
+        keep_signs(organism_name(cfg, cfg.dev_seed, True), out, keep)
 
 
 def subsample_nonmembers(cfg: ClaimsConfig, name: str) -> int:
@@ -423,7 +435,7 @@ def measure_all(cfg: ClaimsConfig, out: Path, *, progress: Progress | None = Non
         from recitation.bench.claims_camia import restore_signs
 
         restore_kept(cfg, out, keep, progress)
-        restore_signs(cfg, out, keep, progress)
+        restore_signs(organism_name(cfg, cfg.dev_seed, True), out, keep, progress)
     first = tuple(u for u in cfg.units if u not in LATE_UNITS)
     found = []
     for seed, dev in organisms(cfg):
@@ -434,8 +446,6 @@ def measure_all(cfg: ClaimsConfig, out: Path, *, progress: Progress | None = Non
                                        keep=keep)
             found.append(res)
             if dev:  # camia@published's signs while the development organism is built here
-                from recitation.bench.claims_camia import settle_signs
-
                 settle_signs(cfg, out, keep, progress)
         elif (out / name / RECORDS).exists():
             found.append(load_scores(out / name / RECORDS))
